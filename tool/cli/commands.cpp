@@ -1,0 +1,127 @@
+#include "cli/commands.h"
+
+#include <spdlog/spdlog.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "checks/registry.h"
+#include "report/report.h"
+#include "runner/host_data.h"
+
+namespace bod {
+
+namespace {
+
+CommandResult fail(const Error& e) { return CommandResult{e.code, "", e.line()}; }
+
+Result<Plan> load_plan(const CommandOptions& o, Model& m) {
+  auto lm = load_model(o.model);
+  if (!lm) return lm.error();
+  m = std::move(lm.value());
+  ExpandOptions eo;
+  if (!(o.max_memory_gib > 0) || o.max_memory_gib > 1 << 20)
+    return Error{"--max-memory", "expected a positive number of GiB"};
+  eo.max_bytes = static_cast<size_t>(o.max_memory_gib * double(1 << 30));
+  auto p = expand(m, eo);
+  if (!p) return Error{o.model + ":" + p.error().where, p.error().what};
+  spdlog::info("{}: {} calls, {} host steps, about {:.1f} MiB of buffers", o.model,
+               p->calls.size(), p->hosts.size(), double(p->estimated_bytes) / (1 << 20));
+  return p;
+}
+
+Error at_model(const CommandOptions& o, Error e) {
+  if (e.where.rfind("/", 0) == 0 || e.where.empty()) e.where = o.model + ":" + e.where;
+  return e;
+}
+
+CommandResult finish(const CommandOptions& o, Report& r) {
+  std::string text = o.format == "json"       ? render_json(r)
+                     : o.format == "markdown" ? render_markdown(r)
+                                              : render_text(r);
+  CommandResult res{r.has_error() ? Exit::findings : Exit::ok, text, ""};
+  if (!o.output.empty()) {
+    auto st = write_atomic(o.output, text);
+    if (!st) return fail(st.error());
+    res.out.clear();
+  }
+  return res;
+}
+
+Status check_format(const std::string& f) {
+  if (f == "text" || f == "json" || f == "markdown") return ok_status();
+  return Error{"--format", "unknown format '" + f + "'; expected text, json or markdown"};
+}
+
+}  // namespace
+
+CommandResult cmd_lint(const CommandOptions& o) {
+  if (auto st = check_format(o.format); !st) return fail(st.error());
+  Model m;
+  auto p = load_plan(o, m);
+  if (!p) return fail(at_model(o, p.error()));
+  if (auto st = HostData::validate_files(m); !st) return fail(st.error());
+  FindingSink sink;
+  for (auto& c : make_all_checks()) c->lint(p.value(), sink);
+  Report r{"lint", o.model, m.name, sink.sorted(), &p.value(), nullptr, false};
+  return finish(o, r);
+}
+
+CommandResult cmd_check(const CommandOptions& o) {
+  if (auto st = check_format(o.format); !st) return fail(st.error());
+  Model m;
+  auto p = load_plan(o, m);
+  if (!p) return fail(at_model(o, p.error()));
+  auto data = HostData::load(m);
+  if (!data) return fail(data.error());
+  FindingSink sink;
+  auto checks = make_all_checks();
+  for (auto& c : checks) c->lint(p.value(), sink);
+  bool config_broken = false;
+  for (auto& f : sink.sorted()) config_broken = config_broken || f.check == "config-error";
+  RunResult run;
+  if (!config_broken) {
+    try {
+      auto backend = make_backend(BackendOptions{o.backend, o.device, o.timeout_ms});
+      run = run_shadow(p.value(), data.value(), *backend, checks, sink);
+    } catch (const FatalError& e) {
+      return fail(at_model(o, e.error));
+    }
+  } else {
+    spdlog::warn("config-error findings: the plan is not executed");
+  }
+  Report r{"check", o.model, m.name, sink.sorted(), &p.value(), config_broken ? nullptr : &run,
+           o.timings};
+  return finish(o, r);
+}
+
+CommandResult cmd_list_checks(const std::string& format) {
+  std::ostringstream s;
+  if (format == "json") {
+    nlohmann::ordered_json j = nlohmann::ordered_json::array();
+    for (auto& e : check_registry())
+      j.push_back({{"id", e.info->id}, {"severity", severity_name(e.info->severity)},
+                   {"title", e.info->title}});
+    return {Exit::ok, j.dump(2) + "\n", ""};
+  }
+  for (auto& e : check_registry()) {
+    char line[64];
+    std::snprintf(line, sizeof line, "%-20s %-8s ", e.info->id, severity_name(e.info->severity));
+    s << line << e.info->title << "\n";
+  }
+  return {Exit::ok, s.str(), ""};
+}
+
+CommandResult cmd_explain(const std::string& id) {
+  const CheckEntry* e = find_check(id);
+  if (!e) return {Exit::bad_input, "", "no such check: '" + id + "'. Try: bo-doctor list-checks"};
+  std::ostringstream s;
+  s << e->info->id << " (" << severity_name(e->info->severity) << ")\n\n"
+    << "What happened: " << e->info->title << "\n"
+    << "Symptom:       " << e->info->symptom << "\n"
+    << "Detection:     " << e->info->detection << "\n"
+    << "Fix:           " << e->info->fix << "\n";
+  return {Exit::ok, s.str(), ""};
+}
+
+}  // namespace bod

@@ -1,0 +1,35 @@
+// The bo-doctor commands as library functions (the executable is a thin main over them), so
+// tests can run a command in-process and get its output and exit code.
+#pragma once
+#include <string>
+
+#include "core/result.h"
+
+namespace bod {
+
+struct CommandOptions {
+  std::string model;
+  std::string format = "text";  // text | json | markdown
+  std::string output;           // "" = stdout
+  std::string backend = "cpu";
+  int device = 0;
+  int timeout_ms = 10000;
+  double max_memory_gib = 16;
+  bool timings = false;
+};
+
+struct CommandResult {
+  Exit code = Exit::ok;
+  std::string out;  // the report (already written when options.output was set)
+  std::string err;  // one-line error for exit 2/3
+};
+
+CommandResult cmd_lint(const CommandOptions& o);
+CommandResult cmd_check(const CommandOptions& o);
+CommandResult cmd_list_checks(const std::string& format);
+CommandResult cmd_explain(const std::string& id);
+
+// Parses argv and runs the command; the whole CLI, minus process concerns.
+CommandResult run_cli(int argc, char** argv);
+
+}  // namespace bod

@@ -1,0 +1,64 @@
+// Command-line parsing (CLI11): subcommands, flags, logging verbosity; usage errors exit 2.
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "cli/commands.h"
+
+namespace bod {
+
+namespace {
+void add_report_flags(CLI::App* c, CommandOptions& o) {
+  c->add_option("MODEL", o.model, "model.json to analyse")->required();
+  c->add_option("--format", o.format, "report format: text, json or markdown");
+  c->add_option("-o,--output", o.output, "write the report to FILE (atomically) instead of stdout");
+  c->add_option("--max-memory", o.max_memory_gib,
+                "refuse plans needing more than this many GiB of buffers (default 16)");
+}
+}  // namespace
+
+CommandResult run_cli(int argc, char** argv) {
+  CLI::App app{"bo-doctor: finds buffer-object reuse bugs in NPU inference engines"};
+  app.set_version_flag("--version", std::string("bo-doctor ") + BOD_VERSION);
+  app.require_subcommand(1);
+  int verbose = 0;
+  bool quiet = false;
+  app.add_flag("-v,--verbose", verbose, "more logging on stderr (-vv for debug)");
+  app.add_flag("-q,--quiet", quiet, "only errors on stderr");
+  CommandOptions o;
+  auto* check = app.add_subcommand("check", "run every call with and without reuse and diagnose");
+  add_report_flags(check, o);
+  check->add_option("--backend", o.backend, "cpu (reference device) or xrt");
+  check->add_option("--device", o.device, "XRT device index");
+  check->add_option("--timeout-ms", o.timeout_ms, "NPU run wait timeout");
+  check->add_flag("--timings", o.timings, "include measured times (reports then differ per run)");
+  auto* lint = app.add_subcommand("lint", "static checks of the plan, without running it");
+  add_report_flags(lint, o);
+  std::string list_format = "text";
+  auto* list = app.add_subcommand("list-checks", "list every check id");
+  list->add_option("--format", list_format, "text or json");
+  std::string id;
+  auto* explain = app.add_subcommand("explain", "explain one check");
+  explain->add_option("CHECK-ID", id, "a check id from list-checks")->required();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return {Exit::ok, app.help(), ""};
+  } catch (const CLI::CallForAllHelp& e) {
+    return {Exit::ok, app.help("", CLI::AppFormatMode::All), ""};
+  } catch (const CLI::CallForVersion& e) {
+    return {Exit::ok, std::string("bo-doctor ") + BOD_VERSION + "\n", ""};
+  } catch (const CLI::ParseError& e) {
+    return {Exit::bad_input, "", std::string(e.what()) + ". Try: bo-doctor --help"};
+  }
+  spdlog::set_level(quiet ? spdlog::level::err
+                    : verbose >= 2 ? spdlog::level::debug
+                    : verbose == 1 ? spdlog::level::info
+                                   : spdlog::level::warn);
+  if (check->parsed()) return cmd_check(o);
+  if (lint->parsed()) return cmd_lint(o);
+  if (list->parsed()) return cmd_list_checks(list_format);
+  return cmd_explain(id);
+}
+
+}  // namespace bod

@@ -1,0 +1,68 @@
+#include "kernels/body.h"
+
+namespace bod {
+
+void Body::run(const std::vector<TensorRef>& slots) const {
+  for (auto& op : ops) {
+    OpCall c = op.call;
+    for (auto& [role, s] : op.slot_of) c.operands[role].data = slots[static_cast<size_t>(s)].data;
+    run_op(c);
+  }
+}
+
+Result<Body> bind_body(const KernelDecl& k, const Env& env, const std::vector<Shape>& shapes) {
+  Body b;
+  for (auto& d : k.body) {
+    BodyOp op;
+    op.call.info = d.info;
+    for (auto& [role, slot] : d.operands) {
+      int s = k.slot_index(slot);
+      op.slot_of[role] = s;
+      op.call.operands[role] =
+          TensorRef{nullptr, k.slots[static_cast<size_t>(s)].dtype, shapes[static_cast<size_t>(s)]};
+    }
+    for (auto& p : d.info->params) {
+      auto it = d.params.find(p.name);
+      double v = p.default_value;
+      if (it != d.params.end()) {
+        auto r = it->second.eval(env);
+        if (!r) return Error{d.path + "/" + p.name, r.error().what};
+        v = r.value();
+      }
+      op.call.params[p.name] = v;
+    }
+    b.ops.push_back(std::move(op));
+  }
+  return b;
+}
+
+std::vector<SlotAccess> analyze_access(const Body& b, size_t n_slots) {
+  std::vector<SlotAccess> a(n_slots);
+  std::vector<bool> full(n_slots, false);
+  for (auto& op : b.ops) {
+    auto pa = op.call.params.find("accumulate");
+    bool accumulate = pa != op.call.params.end() && pa->second != 0;
+    // Reads first (an op reads its inputs before writing its output).
+    for (auto& spec : op.call.info->operands) {
+      auto it = op.slot_of.find(spec.role);
+      if (it == op.slot_of.end()) continue;
+      auto s = static_cast<size_t>(it->second);
+      bool reads = spec.access == Access::read ||
+                   (spec.access == Access::write && accumulate);
+      if (reads && !full[s]) a[s].read_before_write = true;
+    }
+    for (auto& spec : op.call.info->operands) {
+      auto it = op.slot_of.find(spec.role);
+      if (it == op.slot_of.end() || spec.access != Access::write) continue;
+      auto s = static_cast<size_t>(it->second);
+      a[s].written = true;
+      const TensorRef& t = op.call.operand(spec.role);
+      bool whole = rows_written(op.call) >= t.rows() && !accumulate;
+      if (whole && !a[s].read_before_write) a[s].overwritten = true;
+      if (whole) full[s] = true;
+    }
+  }
+  return a;
+}
+
+}  // namespace bod

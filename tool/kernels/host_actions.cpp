@@ -1,0 +1,122 @@
+#include "kernels/host_actions.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace bod {
+
+const std::vector<OpInfo>& host_action_table() {
+  static const std::vector<OpInfo> t = {
+      {"write_rows", "copy src's rows into out starting at row `row` (KV-cache append)",
+       {{"src", true, Access::read}, {"out", true, Access::write}},
+       {{"row", true, 0, "first destination row"}}},
+      {"argmax", "out[0] = index of the largest value in src's last row (greedy decode)",
+       {{"src", true, Access::read}, {"out", true, Access::write}},
+       {{"record", false, 1, "1: append the token to the run's token trace"}}},
+      {"rope_lut", "fill out [rows, head_dim] with cos|sin for positions pos, pos+1, ...",
+       {{"out", true, Access::write}},
+       {{"pos", true, 0, "position of row 0"}, {"theta", false, 10000, "RoPE base"}}},
+      {"set", "fill every element of out with value",
+       {{"out", true, Access::write}},
+       {{"value", true, 0, "the value"}}},
+      {"concat_cols", "out [R, P*C] = the P blocks of src [P, R, C] side by side",
+       {{"src", true, Access::read}, {"out", true, Access::write}},
+       {}},
+  };
+  return t;
+}
+
+const OpInfo* find_host_action(std::string_view name) {
+  for (auto& o : host_action_table())
+    if (name == o.name) return &o;
+  return nullptr;
+}
+
+std::string host_action_names() {
+  std::string r;
+  for (auto& o : host_action_table()) r += std::string(r.empty() ? "" : ", ") + o.name;
+  return r;
+}
+
+namespace {
+
+std::string write_rows(const OpCall& c) {
+  const auto& src = c.operand("src");
+  const auto& out = c.operand("out");
+  int64_t row = static_cast<int64_t>(c.param("row"));
+  if (src.cols() != out.cols() || src.dtype != out.dtype)
+    return "write_rows: src " + shape_str(src.shape) + " does not match out " + shape_str(out.shape);
+  if (row < 0 || row + src.rows() > out.rows())
+    return "write_rows: rows " + std::to_string(row) + ".." + std::to_string(row + src.rows()) +
+           " do not fit out " + shape_str(out.shape);
+  size_t rb = static_cast<size_t>(out.cols()) * dtype_size(out.dtype);
+  std::memmove(out.data + row * rb, src.data, src.bytes());
+  return "";
+}
+
+std::string argmax(const OpCall& c, std::vector<int32_t>* tokens) {
+  const auto& src = c.operand("src");
+  const auto& out = c.operand("out");
+  if (out.dtype != DType::i32) return "argmax: out must be i32";
+  int64_t base = (src.rows() - 1) * src.cols();
+  int64_t best = 0;
+  float bv = -INFINITY;
+  for (int64_t i = 0; i < src.cols(); ++i) {
+    float v = src.get(base + i);
+    if (v > bv) {  // NaN never wins; ties keep the lowest index
+      bv = v;
+      best = i;
+    }
+  }
+  out.set(0, static_cast<float>(best));
+  if (tokens && c.param("record") != 0) tokens->push_back(static_cast<int32_t>(best));
+  return "";
+}
+
+std::string rope_lut(const OpCall& c) {
+  const auto& out = c.operand("out");
+  int64_t d = out.cols(), half = d / 2;
+  if (d % 2) return "rope_lut: out needs an even number of columns (head_dim)";
+  double pos = c.param("pos"), theta = c.param("theta");
+  for (int64_t r = 0; r < out.rows(); ++r)
+    for (int64_t i = 0; i < half; ++i) {
+      double freq = std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(d));
+      double a = (pos + static_cast<double>(r)) * freq;
+      out.set(r * d + i, static_cast<float>(std::cos(a)));
+      out.set(r * d + half + i, static_cast<float>(std::sin(a)));
+    }
+  return "";
+}
+
+std::string concat_cols(const OpCall& c) {
+  const auto& src = c.operand("src");
+  const auto& out = c.operand("out");
+  if (src.shape.size() < 3) return "concat_cols: src must be [P, R, C]";
+  int64_t P = src.shape[0], C = src.shape.back(), R = src.numel() / (P * C);
+  if (out.rows() != R || out.cols() != P * C)
+    return "concat_cols: out is " + shape_str(out.shape) + ", expected [" + std::to_string(R) +
+           "," + std::to_string(P * C) + "]";
+  for (int64_t p = 0; p < P; ++p)
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t k = 0; k < C; ++k)
+        out.set(r * P * C + p * C + k, src.get((p * R + r) * C + k));
+  return "";
+}
+
+}  // namespace
+
+std::string run_host_action(const OpCall& c, std::vector<int32_t>* tokens) {
+  std::string n = c.info->name;
+  if (n == "write_rows") return write_rows(c);
+  if (n == "argmax") return argmax(c, tokens);
+  if (n == "rope_lut") return rope_lut(c);
+  if (n == "concat_cols") return concat_cols(c);
+  if (n == "set") {
+    const auto& out = c.operand("out");
+    for (int64_t i = 0; i < out.numel(); ++i) out.set(i, static_cast<float>(c.param("value")));
+    return "";
+  }
+  return std::string("unknown host action ") + n;
+}
+
+}  // namespace bod

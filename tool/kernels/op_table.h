@@ -1,0 +1,64 @@
+// The reference ops a kernel body is made of. One table drives parsing of model.json bodies,
+// shape checking, access analysis (which slots an op reads / writes, fully or partly) and the
+// docs, so they cannot drift apart.
+#pragma once
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace bod {
+
+enum class Access { read, write };
+
+// One operand of an op, referring to a kernel slot by name in model.json.
+struct OperandSpec {
+  const char* role;   // field name in the op object, e.g. "a", "out"
+  bool required;
+  Access access;      // write operands are outputs; `accumulate`/`rows` make writes partial
+};
+
+// One numeric parameter; model.json gives a number or a dim expression.
+struct ParamSpec {
+  const char* name;
+  bool required;
+  double default_value;
+  const char* help;
+};
+
+struct OpInfo {
+  const char* name;
+  const char* summary;
+  std::vector<OperandSpec> operands;
+  std::vector<ParamSpec> params;
+};
+
+const std::vector<OpInfo>& op_table();
+const OpInfo* find_op(std::string_view name);
+std::string op_names();  // "gemm, gemv, ..." for error messages
+
+// An op ready to run: operands bound to tensors, params evaluated to numbers
+// (absent optional params hold their table default).
+struct OpCall {
+  const OpInfo* info = nullptr;
+  std::map<std::string, TensorRef> operands;
+  std::map<std::string, double> params;
+  double param(const std::string& n) const;
+  bool has(const std::string& role) const { return operands.count(role) != 0; }
+  const TensorRef& operand(const std::string& role) const { return operands.at(role); }
+};
+
+// Empty when the operand shapes fit; otherwise one sentence naming the operand, what it is and
+// what is expected, e.g. "b is [32,64] but a has 48 columns; expected b rows == 48".
+std::string check_op_shapes(const OpCall& call);
+
+// Runs the op on its tensors: f32 accumulation, bf16 results rounded to nearest even.
+// Precondition: check_op_shapes(call) is empty.
+void run_op(const OpCall& call);
+
+// Number of leading rows of `out` the op writes (all rows unless the `rows` param limits it).
+int64_t rows_written(const OpCall& call);
+
+}  // namespace bod

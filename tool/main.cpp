@@ -1,0 +1,28 @@
+// bo-doctor: a thin main over the library. Reports go to stdout, logs and errors to stderr;
+// exit codes per DESIGN §6 (0 clean, 1 error findings, 2 bad input, 3 backend unavailable).
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <exception>
+#include <new>
+
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  spdlog::set_default_logger(spdlog::stderr_color_mt("bo-doctor"));
+  spdlog::set_pattern("bo-doctor: %l: %v");
+  bod::CommandResult r;
+  try {
+    r = bod::run_cli(argc, argv);
+  } catch (const bod::FatalError& e) {
+    r = {e.error.code, "", e.error.line()};
+  } catch (const std::bad_alloc&) {
+    r = {bod::Exit::backend, "", "out of memory; try a smaller model or --max-memory"};
+  } catch (const std::exception& e) {
+    r = {bod::Exit::backend, "", std::string("internal error: ") + e.what()};
+  }
+  if (!r.out.empty()) std::fwrite(r.out.data(), 1, r.out.size(), stdout);
+  if (!r.err.empty()) std::fprintf(stderr, "bo-doctor: error: %s\n", r.err.c_str());
+  return static_cast<int>(r.code);
+}

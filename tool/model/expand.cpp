@@ -1,0 +1,317 @@
+// Program expansion: loops unrolled, expressions evaluated, bindings and shapes checked.
+#include <set>
+
+#include "model/plan.h"
+
+namespace bod {
+
+std::string Where::str() const {
+  std::string s = phase;
+  if (token >= 0) s += " t=" + std::to_string(token);
+  if (layer >= 0) s += " l=" + std::to_string(layer);
+  return s;
+}
+
+namespace {
+bool has(const std::vector<SlotRef>& v, int s) {
+  for (auto& r : v)
+    if (r.index == s) return true;
+  return false;
+}
+}  // namespace
+
+bool PlanCall::is_static(int s) const {
+  return has(statics, s);
+}
+bool PlanCall::is_inter(int s) const {
+  return has(inters, s);
+}
+bool PlanCall::is_output(int s) const {
+  return has(outputs, s);
+}
+
+Result<TensorRef> bound_type(const Model& m, const BoundArray& b) {
+  TensorRef t;
+  const Shape* full = nullptr;
+  if (b.kind == Binding::Kind::zeros) return t;
+  if (auto* td = m.tensor(b.name)) {
+    full = &td->shape;
+    t.dtype = td->dtype;
+  } else if (auto* vd = m.var(b.name)) {
+    full = &vd->shape;
+    t.dtype = vd->dtype;
+  } else {
+    return Error{"", "unknown array " + b.name};
+  }
+  for (size_t i = 0; i < b.index.size(); ++i)
+    if (b.index[i] < 0 || b.index[i] >= (*full)[i])
+      return Error{"", "index " + std::to_string(b.index[i]) + " of '" + b.text +
+                           "' is out of range; " + b.name + " is " + shape_str(*full)};
+  t.shape.assign(full->begin() + static_cast<long>(b.index.size()), full->end());
+  return t;
+}
+
+namespace {
+
+class Expander {
+ public:
+  Expander(const Model& m, const ExpandOptions& o) : m_(m), opt_(o) { plan_.model = &m; }
+
+  Result<Plan> run() {
+    for (auto& ph : m_.phases) {
+      Env env = m_.dims;
+      BOD_TRY(int64_t reps, eval(ph.repeat, env, ph.path + "/repeat"));
+      if (reps < 0) return Error{ph.path + "/repeat", "expected a count >= 0"};
+      for (int64_t t = 0; t < reps; ++t) {
+        Where w{ph.name, ph.token_var.empty() ? -1 : t, -1, ph.path};
+        if (!ph.token_var.empty()) env[ph.token_var] = t;
+        BOD_CHECK(steps(ph.steps, env, w));
+      }
+    }
+    BOD_CHECK(check_bodies());
+    BOD_CHECK(estimate());
+    return std::move(plan_);
+  }
+
+ private:
+  Result<int64_t> eval(const Expr& e, const Env& env, const std::string& path) {
+    auto v = e.eval(env);
+    if (!v) return Error{path, v.error().what};
+    return v;
+  }
+
+  Result<BoundArray> bind(const Binding& b, const Env& env, const std::string& path) {
+    BoundArray a{b.kind, b.name, {}, b.kind == Binding::Kind::zeros ? "zeros" : b.name};
+    for (auto& e : b.index) {
+      BOD_TRY(int64_t v, eval(e, env, path));
+      a.index.push_back(v);
+      a.text += "[" + std::to_string(v) + "]";
+    }
+    auto t = bound_type(m_, a);
+    if (!t) return Error{path, t.error().what};
+    return a;
+  }
+
+  Status steps(const std::vector<StepDecl>& ss, Env& env, Where w) {
+    for (auto& s : ss) {
+      if (plan_.order.size() >= opt_.max_steps)
+        return Error{w.path, "the program expands to more than " + std::to_string(opt_.max_steps) +
+                                 " steps; expected a smaller plan"};
+      if (auto* c = std::get_if<CallDecl>(&s))
+        BOD_CHECK(call(*c, env, w));
+      else if (auto* h = std::get_if<HostDecl>(&s))
+        BOD_CHECK(host(*h, env, w));
+      else
+        BOD_CHECK(loop(std::get<LoopDecl>(s), env, w));
+    }
+    return ok_status();
+  }
+
+  Status loop(const LoopDecl& l, Env& env, Where w) {
+    BOD_TRY(int64_t b, eval(l.begin, env, l.path + "/range"));
+    BOD_TRY(int64_t e, eval(l.end, env, l.path + "/range"));
+    for (int64_t i = b; i < e; ++i) {
+      env[l.var] = i;
+      if (l.var == m_.layer_var) w.layer = i;
+      Status st = steps(l.steps, env, w);
+      if (!st) {
+        env.erase(l.var);
+        return st;
+      }
+    }
+    env.erase(l.var);
+    return ok_status();
+  }
+
+  Status call(const CallDecl& d, const Env& env, const Where& w) {
+    PlanCall c;
+    c.number = static_cast<int>(plan_.calls.size()) + 1;
+    c.where = w;
+    c.where.path = d.path;
+    c.kernel = &m_.kernels[static_cast<size_t>(d.kernel)];
+    c.env = env;
+    for (auto& [name, e] : d.params) {
+      BOD_TRY(c.env[name], eval(e, env, d.path + "/params/" + name));
+    }
+    const KernelDecl& k = *c.kernel;
+    for (size_t s = 0; s < k.slots.size(); ++s) {
+      Shape sh;
+      int64_t n = 1;
+      for (size_t i = 0; i < k.slots[s].shape.size(); ++i) {
+        std::string sp = k.path + "/slots/" + std::to_string(s) + "/shape/" + std::to_string(i);
+        BOD_TRY(int64_t v, eval(k.slots[s].shape[i], c.env, sp));
+        if (v <= 0 || v > (int64_t(1) << 40) / n)
+          return Error{sp, "slot " + k.slots[s].name + " dimension '" + k.slots[s].shape[i].text() +
+                               "' = " + std::to_string(v) + " at call " + std::to_string(c.number) +
+                               "; expected a positive size"};
+        n *= v;
+        sh.push_back(v);
+      }
+      c.slot_shapes.push_back(sh);
+      c.slot_bytes.push_back(static_cast<size_t>(n) * dtype_size(k.slots[s].dtype));
+      BoundArray a{Binding::Kind::zeros, "", {}, "zeros"};
+      auto it = d.args.find(static_cast<int>(s));
+      std::string ap = d.path + "/args/" + k.slots[s].name;
+      if (it != d.args.end()) {
+        BOD_TRY(a, bind(it->second, env, ap));
+        auto t = bound_type(m_, a).value();
+        if (t.numel() != n || t.dtype != k.slots[s].dtype)
+          return Error{ap, "'" + a.text + "' is " + shape_str(t.shape) + " " + dtype_name(t.dtype) +
+                               " but slot " + k.slots[s].name + " is " + shape_str(sh) + " " +
+                               dtype_name(k.slots[s].dtype) +
+                               "; expected the same element count and dtype"};
+      }
+      c.args.push_back(a);
+    }
+    c.statics = d.static_inputs;
+    c.inters = d.intermediates;
+    if (d.outputs)
+      c.outputs = *d.outputs;
+    else
+      c.outputs = {SlotRef{static_cast<int>(k.slots.size()) - 1, d.path}};
+    if (d.bo_key) {
+      auto key = expand_template(*d.bo_key, env);
+      if (!key) return Error{d.path + "/bo_key", key.error().what};
+      c.bo_key = key.value();
+    } else {
+      c.bo_key = k.name;
+    }
+    c.shared_nonstatic = d.shared_nonstatic;
+    for (auto& [slot, tmpl] : d.shared_alias) {
+      auto pool = expand_template(tmpl, env);
+      if (!pool) return Error{d.path + "/shared_alias", pool.error().what};
+      c.alias[slot] = pool.value();
+    }
+    for (auto& o : d.keep) {
+      std::string kp = d.path + "/keep/" + k.slots[static_cast<size_t>(o.slot)].name;
+      if (!c.is_output(o.slot))
+        return Error{kp, "slot " + k.slots[static_cast<size_t>(o.slot)].name +
+                             " is not in output_indices; only outputs are returned"};
+      BOD_TRY(BoundArray t, bind(o.target, env, kp));
+      auto tt = bound_type(m_, t).value();
+      if (static_cast<size_t>(tt.numel()) * dtype_size(tt.dtype) !=
+          c.slot_bytes[static_cast<size_t>(o.slot)])
+        return Error{kp, "'" + t.text + "' is " + shape_str(tt.shape) + " " + dtype_name(tt.dtype) +
+                             " but output slot is " +
+                             shape_str(c.slot_shapes[static_cast<size_t>(o.slot)]) +
+                             "; expected the same size"};
+      c.keep.push_back({o.slot, t, o.view});
+    }
+    plan_.order.push_back({true, plan_.calls.size()});
+    plan_.calls.push_back(std::move(c));
+    return ok_status();
+  }
+
+  Status host(const HostDecl& d, const Env& env, const Where& w) {
+    PlanHost h;
+    h.where = w;
+    h.where.path = d.path;
+    h.decl = &d;
+    OpCall oc;
+    oc.info = d.op;
+    for (auto& [role, b] : d.operands) {
+      BOD_TRY(h.operands[role], bind(b, env, d.path + "/" + role));
+      oc.operands[role] = bound_type(m_, h.operands[role]).value();
+    }
+    for (auto& p : d.op->params) {
+      auto it = d.params.find(p.name);
+      double v = p.default_value;
+      if (it != d.params.end()) {
+        auto r = it->second.eval(env);
+        if (!r) return Error{d.path + "/" + p.name, r.error().what};
+        v = r.value();
+      }
+      h.params[p.name] = v;
+    }
+    oc.params = h.params;
+    if (find_op(d.action)) {
+      std::string msg = check_op_shapes(oc);
+      if (!msg.empty()) return Error{d.path, msg};
+    }
+    plan_.order.push_back({false, plan_.hosts.size()});
+    plan_.hosts.push_back(std::move(h));
+    return ok_status();
+  }
+
+  // Every body op's operand shapes, once per distinct set of slot shapes of a kernel.
+  Status check_bodies() {
+    std::set<std::pair<const KernelDecl*, std::vector<Shape>>> seen;
+    for (auto& c : plan_.calls) {
+      if (!seen.insert({c.kernel, c.slot_shapes}).second) continue;
+      for (auto& op : c.kernel->body) {
+        OpCall oc;
+        oc.info = op.info;
+        for (auto& [role, slot] : op.operands) {
+          int s = c.kernel->slot_index(slot);
+          oc.operands[role] = TensorRef{nullptr, c.kernel->slots[static_cast<size_t>(s)].dtype,
+                                        c.slot_shapes[static_cast<size_t>(s)]};
+        }
+        for (auto& p : op.info->params) {
+          auto it = op.params.find(p.name);
+          double v = p.default_value;
+          if (it != op.params.end()) {
+            auto r = it->second.eval(c.env);
+            if (!r) return Error{op.path + "/" + p.name, r.error().what};
+            v = r.value();
+          }
+          oc.params[p.name] = v;
+        }
+        std::string msg = check_op_shapes(oc);
+        if (!msg.empty())
+          return Error{op.path, msg + " (slot shapes of call " + std::to_string(c.number) + ")"};
+      }
+    }
+    return ok_status();
+  }
+
+  // Peak bytes of a check run on the CPU device: host tensors and vars, plus every BO of the
+  // reuse engine (host mapping + device copy), plus the largest single shadow call.
+  Status estimate() {
+    size_t host = 0;
+    for (auto& t : m_.tensors) host += static_cast<size_t>(numel(t.shape)) * dtype_size(t.dtype);
+    for (auto& v : m_.vars) host += 2 * static_cast<size_t>(numel(v.shape)) * dtype_size(v.dtype);
+    std::map<std::string, size_t> keys, pools;
+    size_t shadow = 0;
+    for (auto& c : plan_.calls) {
+      size_t per_call = 0;
+      for (size_t s = 0; s < c.slot_bytes.size(); ++s) {
+        per_call += c.slot_bytes[s];
+        int si = static_cast<int>(s);
+        std::string id = c.alias.count(si) ? "alias:" + c.alias.at(si)
+                         : c.shared_nonstatic && !c.is_static(si)
+                             ? "pool:" + c.kernel->name + "/" + std::to_string(s) + "/" +
+                                   std::to_string(c.slot_bytes[s])
+                             : "key:" + c.bo_key + "/" + std::to_string(s);
+        auto& slot = pools[id];
+        slot = std::max(slot, c.slot_bytes[s]);
+      }
+      shadow = std::max(shadow, per_call);
+    }
+    size_t dev = 0;
+    for (auto& [k, b] : pools) dev += b;
+    plan_.estimated_bytes = host + 2 * dev + 4 * shadow;
+    if (plan_.estimated_bytes > opt_.max_bytes)
+      return Error{"/program", "the plan needs about " + gib(plan_.estimated_bytes) +
+                                   " of buffers, over the memory cap of " + gib(opt_.max_bytes) +
+                                   "; shrink the model or raise --max-memory"};
+    return ok_status();
+  }
+
+  static std::string gib(size_t b) {
+    char s[32];
+    std::snprintf(s, sizeof s, "%.2f GiB", static_cast<double>(b) / (1 << 30));
+    return s;
+  }
+
+  const Model& m_;
+  ExpandOptions opt_;
+  Plan plan_;
+};
+
+}  // namespace
+
+Result<Plan> expand(const Model& m, const ExpandOptions& opt) {
+  return Expander(m, opt).run();
+}
+
+}  // namespace bod

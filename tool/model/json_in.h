@@ -1,0 +1,42 @@
+// Typed reads from model.json that name the JSON pointer of a bad value in the error:
+// "/kernels/0/slots/2/dtype: expected one of bf16, f32, i32, i8, found \"f16\"".
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "model/expr.h"
+
+namespace bod {
+
+using json = nlohmann::ordered_json;
+
+std::string json_kind(const json& j);   // "a string", "a number", ...
+std::string json_short(const json& j);  // the value, shortened for messages
+Error bad(const std::string& path, const std::string& what);
+Error expected(const std::string& path, const std::string& what, const json& found);
+
+// Escapes a key for use in a JSON pointer (~ and /).
+std::string ptr_key(const std::string& k);
+inline std::string at(const std::string& path, const std::string& key) {
+  return path + "/" + ptr_key(key);
+}
+inline std::string at(const std::string& path, size_t i) {
+  return path + "/" + std::to_string(i);
+}
+
+Result<std::string> get_string(const json& j, const std::string& path);
+Result<bool> get_bool(const json& j, const std::string& path);
+Result<double> get_number(const json& j, const std::string& path);
+// An integer or an expression string ("NQ*D").
+Result<Expr> get_expr(const json& j, const std::string& path);
+// Expression whose names must all be in `scope`; error names the unknown one.
+Result<Expr> get_scoped_expr(const json& j, const std::string& path,
+                             const std::vector<std::string>& scope);
+Status require_object(const json& j, const std::string& path);
+Status require_array(const json& j, const std::string& path);
+// Unknown keys are refused so typos ("static_input_index") do not pass silently.
+Status only_keys(const json& j, const std::string& path, const std::vector<std::string>& allowed);
+
+}  // namespace bod

@@ -1,0 +1,29 @@
+// Shared state of the model.json loader, split over loader*.cpp by section.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "model/json_in.h"
+#include "model/model.h"
+
+namespace bod {
+
+struct LoadCtx {
+  Model& m;
+  std::vector<std::string> dim_names() const;
+};
+
+Result<SlotDecl> parse_slot(const json& j, const std::string& path,
+                            const std::vector<std::string>& scope);
+Status parse_kernels(LoadCtx& c, const json& j, const std::string& path);
+Status parse_program(LoadCtx& c, const json& j, const std::string& path);
+// "wq[l][0]" / {"placeholder": "wq[l]"} -> Binding, names checked against scope.
+Result<Binding> parse_binding(const LoadCtx& c, const json& j, const std::string& path,
+                              const std::vector<std::string>& scope);
+// Reads the op's operands and params using the op table; `operand_ok` validates a name.
+Status parse_op_fields(const json& j, const std::string& path, const OpInfo& info,
+                       const std::vector<std::string>& scope, std::map<std::string, Param>& params,
+                       std::map<std::string, std::string>& operands);
+Result<InitSpec> parse_init(const json& j, const std::string& path);
+
+}  // namespace bod

@@ -1,0 +1,154 @@
+// The parsed model.json (format version 1, see docs/model-format.md): dims, host tensors,
+// host variables, kernels with slots and reference bodies, the program and verification
+// settings. Loading validates everything that can be checked without expanding the program.
+#pragma once
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/tensor.h"
+#include "kernels/op_table.h"
+#include "model/expr.h"
+#include "model/init.h"
+#include "runtime/backend.h"
+
+namespace bod {
+
+inline constexpr int kModelFormatVersion = 1;
+
+// A host tensor (weights, LUTs, token ids): immutable, generated from the seed or loaded.
+struct TensorDecl {
+  std::string name, path;  // path: JSON pointer of the declaration
+  DType dtype = DType::bf16;
+  Shape shape;  // evaluated from dims at load
+  std::optional<InitSpec> init;
+  std::string file, format, key;  // when loaded from a file (file is absolute)
+};
+
+// A host variable: mutable arrays the program passes between calls (activations, KV cache).
+struct VarDecl {
+  std::string name, path;
+  DType dtype = DType::bf16;
+  Shape shape;
+  std::optional<InitSpec> init;  // default: zeros
+};
+
+struct SlotDecl {
+  std::string name;
+  DType dtype = DType::bf16;
+  std::vector<Expr> shape;  // over dims and the kernel's params
+};
+
+// One reference op of a kernel body or a host step; operands name slots (kernel body) or
+// bindings (host step).
+struct OpDecl {
+  const OpInfo* info = nullptr;
+  std::map<std::string, std::string> operands;  // role -> slot name / binding text
+  std::map<std::string, Param> params;
+  std::string path;
+};
+
+struct KernelDecl {
+  std::string name, path;
+  std::vector<SlotDecl> slots;
+  std::vector<std::string> params;  // names a call must give values for (e.g. "n")
+  std::vector<OpDecl> body;
+  NpuBinary npu;
+  int slot_index(const std::string& n) const;
+};
+
+// What a call binds to a slot: a tensor or variable (optionally indexed along leading dims),
+// a placeholder standing in for freed host weights, or zeros (unbound slot).
+struct Binding {
+  enum class Kind { zeros, tensor, var, placeholder } kind = Kind::zeros;
+  std::string name;
+  std::vector<Expr> index;
+  std::string text;  // as written, e.g. "wq[l]"
+};
+
+// A slot reference in an index list, written as an integer or a slot name.
+struct SlotRef {
+  int index = -1;  // resolved at load
+  std::string path;
+};
+
+struct OutputDecl {
+  int slot = -1;
+  Binding target;    // a var (optionally indexed)
+  bool view = true;  // "view": zero-copy view into the BO (engine default); "copy"
+};
+
+struct CallDecl {
+  int kernel = -1;
+  std::string path;
+  std::map<int, Binding> args;
+  std::map<std::string, Expr> params;
+  std::vector<SlotRef> static_inputs, intermediates;
+  std::optional<std::vector<SlotRef>> outputs;  // absent: the last slot
+  std::optional<std::string> bo_key;            // template; absent: the kernel name
+  bool shared_nonstatic = false;
+  std::map<int, std::string> shared_alias;  // slot -> pool name template
+  std::vector<OutputDecl> keep;             // where returned outputs go
+};
+
+// A host step between calls: a reference op on host arrays, or a host-only action.
+struct HostDecl {
+  std::string action;          // op name, or a host-only action (host_actions.h)
+  const OpInfo* op = nullptr;  // the reference op, or the host action's own table entry
+  std::map<std::string, Binding> operands;  // role -> binding
+  std::map<std::string, Param> params;
+  std::string path;
+};
+
+struct LoopDecl;
+using StepDecl = std::variant<CallDecl, HostDecl, LoopDecl>;
+
+struct LoopDecl {
+  std::string var, path;
+  Expr begin, end;  // [begin, end)
+  std::vector<StepDecl> steps;
+};
+
+struct PhaseDecl {
+  std::string name, path;
+  std::string token_var;  // decode: the token loop variable ("" for a single pass)
+  Expr repeat;            // number of passes (1 for prefill)
+  std::vector<StepDecl> steps;
+};
+
+struct OutputTolerance {
+  double cosine = 0.99, atol = -1, rtol = -1;  // negative: not checked
+};
+
+struct VerifyDecl {
+  std::map<std::string, OutputTolerance> outputs;  // var name -> tolerance
+  int top_k = 5;
+};
+
+struct Model {
+  std::string name, path, dir;  // path of model.json and its directory
+  uint64_t seed = 0;
+  Env dims;
+  std::string layer_var = "l";
+  std::vector<TensorDecl> tensors;
+  std::vector<VarDecl> vars;
+  std::vector<KernelDecl> kernels;
+  std::vector<PhaseDecl> phases;
+  VerifyDecl verify;
+  const TensorDecl* tensor(const std::string& n) const;
+  const VarDecl* var(const std::string& n) const;
+  int kernel_index(const std::string& n) const;
+};
+
+struct LoadOptions {
+  bool load_weights = true;  // false: validate files exist and have the right size only
+};
+
+// Reads and validates model.json. Errors carry the JSON pointer of the offending value.
+Result<Model> load_model(const std::string& path);
+Result<Model> parse_model(const std::string& json_text, const std::string& path);
+
+}  // namespace bod

@@ -1,0 +1,84 @@
+// The program of a model expanded into a flat, ordered list of kernel calls and host steps,
+// with every loop variable, shape, binding and bo_key resolved. Checks, engines and the
+// runner all work on this; nothing downstream evaluates expressions again.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "model/model.h"
+
+namespace bod {
+
+struct BoundArray {
+  Binding::Kind kind = Binding::Kind::zeros;
+  std::string name;            // tensor or var name ("" for zeros)
+  std::vector<int64_t> index;  // leading-dim indices
+  std::string text;            // "wq[2]"; "zeros" for unbound slots
+};
+
+struct Where {
+  std::string phase;
+  int64_t token = -1;       // decode token number (phase repeat variable), -1 outside
+  int64_t layer = -1;       // value of the model's layer variable, -1 outside
+  std::string path;         // JSON pointer of the step in model.json
+  std::string str() const;  // "decode t=3 l=1"
+};
+
+struct KeptOutput {
+  int slot = -1;
+  BoundArray target;
+  bool view = true;
+};
+
+struct PlanCall {
+  int number = 0;  // 1-based, in execution order
+  Where where;
+  const KernelDecl* kernel = nullptr;
+  Env env;                         // dims, loop variables and kernel params of this call
+  std::vector<Shape> slot_shapes;  // evaluated for this call
+  std::vector<size_t> slot_bytes;
+  std::vector<BoundArray> args;                   // one per slot
+  std::vector<SlotRef> statics, inters, outputs;  // as declared (lint checks ranges)
+  std::string bo_key;
+  bool shared_nonstatic = false;
+  std::map<int, std::string> alias;  // slot -> pool name
+  std::vector<KeptOutput> keep;
+  bool is_static(int s) const;
+  bool is_inter(int s) const;
+  bool is_output(int s) const;
+};
+
+struct PlanHost {
+  Where where;
+  const HostDecl* decl = nullptr;
+  std::map<std::string, BoundArray> operands;
+  std::map<std::string, double> params;
+};
+
+struct PlanStep {
+  bool is_call = true;
+  size_t index = 0;  // into calls or hosts
+};
+
+struct Plan {
+  const Model* model = nullptr;
+  std::vector<PlanCall> calls;
+  std::vector<PlanHost> hosts;
+  std::vector<PlanStep> order;
+  size_t estimated_bytes = 0;  // peak memory estimate of a check run
+};
+
+struct ExpandOptions {
+  size_t max_bytes = size_t(16) << 30;  // refuse plans whose buffers would exceed this
+  size_t max_steps = 2000000;
+};
+
+// Expands and validates (bound shapes vs slot shapes, op operand shapes, index ranges,
+// memory cap). Errors name the JSON path of the offending step.
+Result<Plan> expand(const Model& m, const ExpandOptions& opt = {});
+
+// Shape and dtype of a bound array (empty shape for zeros).
+Result<TensorRef> bound_type(const Model& m, const BoundArray& b);
+
+}  // namespace bod

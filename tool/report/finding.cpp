@@ -1,0 +1,51 @@
+#include "report/finding.h"
+
+#include <algorithm>
+#include <tuple>
+
+namespace bod {
+
+const char* severity_name(Severity s) {
+  switch (s) {
+    case Severity::note: return "note";
+    case Severity::warning: return "warning";
+    case Severity::error: return "error";
+  }
+  return "?";
+}
+
+void FindingSink::add(Finding f) {
+  if (f.last_call == 0) f.last_call = f.call;
+  for (auto& g : items_) {
+    if (g.check == f.check && g.kernel == f.kernel && g.bo_key == f.bo_key && g.slot == f.slot) {
+      if (f.call != 0 && f.call == g.last_call) return;  // same call reported twice
+      if (f.call != 0 && (g.call == 0 || f.call < g.call)) {
+        int occ = g.occurrences + 1, last = std::max(g.last_call, f.call);
+        g = std::move(f);
+        g.occurrences = occ;
+        g.last_call = last;
+      } else {
+        g.occurrences += 1;
+        g.last_call = std::max(g.last_call, f.call);
+      }
+      return;
+    }
+  }
+  items_.push_back(std::move(f));
+}
+
+std::vector<Finding> FindingSink::sorted() const {
+  auto v = items_;
+  std::stable_sort(v.begin(), v.end(), [](const Finding& a, const Finding& b) {
+    return std::tie(a.call, a.check, a.kernel, a.slot, a.bo_key) <
+           std::tie(b.call, b.check, b.kernel, b.slot, b.bo_key);
+  });
+  return v;
+}
+
+bool FindingSink::has_error() const {
+  return std::any_of(items_.begin(), items_.end(),
+                     [](const Finding& f) { return f.severity == Severity::error; });
+}
+
+}  // namespace bod

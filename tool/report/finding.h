@@ -1,0 +1,46 @@
+// A finding: one diagnosed reuse problem (or opportunity), as data. Checks produce them,
+// renderers print them; nothing throws for a finding.
+#pragma once
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace bod {
+
+enum class Severity { note = 0, warning = 1, error = 2 };
+const char* severity_name(Severity s);
+
+struct Finding {
+  std::string check;
+  Severity severity = Severity::error;
+  int call = 0;  // 1-based call number of the first occurrence (0: not tied to a call)
+  std::string phase;
+  long long token = -1, layer = -1;
+  std::string kernel, bo_key;
+  int slot = -1;
+  std::string slot_name;
+  bool first_call_of_key = false;  // true when the key's first call is the faulty one
+  int key_first_call = 0;          // call number of the bo_key's first call
+  bool latent = false;             // found by probing, outputs not diverging yet
+  std::string message;             // what happened, one sentence
+  std::vector<std::pair<std::string, std::string>> evidence;  // ordered facts
+  std::string fix;                 // one sentence
+  std::string path;                // JSON pointer of the call step in model.json
+  int occurrences = 1;             // calls with the same (check, kernel, bo_key, slot)
+  int last_call = 0;
+};
+
+// Collects findings, merging repeats of one problem (same check, kernel, bo_key, slot) into
+// the first occurrence with a count, so a bug that bites on every token is one finding.
+class FindingSink {
+ public:
+  void add(Finding f);
+  // Findings in a stable order: by first call, then check id, kernel, slot.
+  std::vector<Finding> sorted() const;
+  bool has_error() const;
+
+ private:
+  std::vector<Finding> items_;
+};
+
+}  // namespace bod

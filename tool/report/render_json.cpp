@@ -1,0 +1,107 @@
+// JSON report, schema_version 1 (docs/report-format.md). Key order is fixed and no measured
+// time is included unless --timings, so the same model and seed give byte-identical output.
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "report/report.h"
+
+namespace bod {
+
+namespace {
+using J = nlohmann::ordered_json;
+
+double finite(double v) { return std::isfinite(v) ? v : -1; }
+
+J finding_json(const Finding& f) {
+  J e = J::object();
+  for (auto& [k, v] : f.evidence) e[k] = v;
+  return J{{"check", f.check},
+           {"severity", severity_name(f.severity)},
+           {"call", f.call},
+           {"phase", f.phase},
+           {"token", f.token},
+           {"layer", f.layer},
+           {"kernel", f.kernel},
+           {"bo_key", f.bo_key},
+           {"slot", f.slot},
+           {"slot_name", f.slot_name},
+           {"first_call_of_key", f.first_call_of_key},
+           {"key_first_call", f.key_first_call},
+           {"latent", f.latent},
+           {"occurrences", f.occurrences},
+           {"last_call", f.last_call},
+           {"message", f.message},
+           {"evidence", e},
+           {"fix", f.fix},
+           {"path", f.path}};
+}
+
+J engine_json(const EngineFigures& e, bool timings) {
+  J j{{"calls", e.calls}, {"h2d_bytes", e.h2d_bytes}, {"bo_writes", e.writes}};
+  if (timings)
+    j["seconds"] = {{"write", e.write_s}, {"dispatch", e.dispatch_s}, {"read", e.read_s},
+                    {"wall", e.wall_s()}};
+  return j;
+}
+}  // namespace
+
+std::string render_json(const Report& r) {
+  int counts[3] = {0, 0, 0};
+  J findings = J::array();
+  for (auto& f : r.findings) {
+    counts[static_cast<int>(f.severity)]++;
+    findings.push_back(finding_json(f));
+  }
+  J j;
+  j["schema_version"] = kReportSchemaVersion;
+  j["tool"] = {{"name", "bo-doctor"}, {"version", BOD_VERSION}};
+  j["command"] = r.command;
+  j["model"] = {{"name", r.model_name}, {"path", r.model_path}};
+  j["summary"] = {{"verdict", r.verdict()},
+                  {"errors", counts[2]},
+                  {"warnings", counts[1]},
+                  {"notes", counts[0]},
+                  {"calls", r.plan ? r.plan->calls.size() : 0}};
+  j["findings"] = findings;
+  if (r.run) {
+    const RunResult& run = *r.run;
+    j["backend"] = {{"name", run.backend}, {"host_emulated", run.host_emulated},
+                    {"npu_launched", run.npu_launched}};
+    J keys = J::array();
+    for (auto& k : key_table(run))
+      keys.push_back({{"bo_key", k.bo_key}, {"kernel", k.kernel}, {"first_call", k.first_call},
+                      {"calls", k.calls}, {"first_call_diverged", k.first_diverged > 0},
+                      {"later_calls_diverged", k.later_diverged},
+                      {"first_bad_later_call", k.first_bad_later_call},
+                      {"first_min_cosine", finite(k.first_min_cosine)},
+                      {"later_min_cosine", finite(k.later_min_cosine)},
+                      {"later_nan_inf", k.later_nan}});
+    j["keys"] = keys;
+    j["figures"] = {{"reuse", engine_json(run.reuse, r.timings)},
+                    {"no_reuse", engine_json(run.shadow, r.timings)}};
+    const Verification& v = run.verify;
+    J outs = J::array();
+    for (auto& o : v.outputs)
+      outs.push_back({{"var", o.var}, {"cosine", finite(o.cosine)}, {"min_cosine", o.min_cosine},
+                      {"max_abs", finite(o.max_abs)}, {"max_rel", finite(o.max_rel)},
+                      {"nan_inf_reuse", o.nan_reuse}, {"nan_inf_baseline", o.nan_base},
+                      {"pass", o.pass}});
+    j["verification"] = {{"result", v.pass ? "PASS" : "FAIL"},
+                         {"outputs", outs},
+                         {"tokens_reuse", v.tokens_reuse},
+                         {"tokens_baseline", v.tokens_base},
+                         {"first_token_divergence", v.first_token_divergence},
+                         {"top_k", v.top_k},
+                         {"top_k_agree", v.topk_agree},
+                         {"baseline_extra_calls", v.baseline_extra_calls}};
+    if (r.timings) j["wall_seconds"] = run.wall_s;
+  }
+  return j.dump(2) + "\n";
+}
+
+std::string render_markdown(const Report& r) {
+  // Filled in by the reuse-block issue; until then the text report in a code block.
+  return "```\n" + render_text(r) + "```\n";
+}
+
+}  // namespace bod

@@ -1,0 +1,49 @@
+#include "runner/host_data.h"
+
+#include "model/init.h"
+#include "model/tensor_io.h"
+
+namespace bod {
+
+namespace {
+Status load_one(const Model& m, const TensorDecl& t, std::vector<uint8_t>& out) {
+  out.assign(static_cast<size_t>(numel(t.shape)) * dtype_size(t.dtype), 0);
+  if (t.init) {
+    fill_tensor(out.data(), t.dtype, numel(t.shape), *t.init, m.seed, t.name);
+    return ok_status();
+  }
+  auto st = load_tensor_file(t.file, t.format, t.key, t.dtype, t.shape, out.data());
+  if (!st) return Error{st.error().where, st.error().what + " (tensor " + t.name + " at " +
+                                              t.path + ")"};
+  return ok_status();
+}
+}  // namespace
+
+Result<HostData> HostData::load(const Model& m) {
+  HostData h;
+  for (auto& t : m.tensors) BOD_CHECK(load_one(m, t, h.data_[t.name]));
+  return h;
+}
+
+Status HostData::validate_files(const Model& m) {
+  for (auto& t : m.tensors) {
+    if (t.init) continue;
+    std::vector<uint8_t> tmp;
+    BOD_CHECK(load_one(m, t, tmp));
+  }
+  return ok_status();
+}
+
+TensorRef HostData::tensor(const Model& m, const BoundArray& b) const {
+  auto t = bound_type(m, b).value();
+  const TensorDecl* d = m.tensor(b.name);
+  size_t off = 0, stride = static_cast<size_t>(numel(d->shape)) * dtype_size(d->dtype);
+  for (size_t i = 0; i < b.index.size(); ++i) {
+    stride /= static_cast<size_t>(d->shape[i]);
+    off += static_cast<size_t>(b.index[i]) * stride;
+  }
+  t.data = const_cast<uint8_t*>(data_.at(b.name).data()) + off;
+  return t;
+}
+
+}  // namespace bod

@@ -1,0 +1,104 @@
+#include "runner/var_store.h"
+
+#include <cstring>
+
+#include "core/hash.h"
+#include "model/init.h"
+
+namespace bod {
+
+namespace {
+bool is_prefix(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  return a.size() <= b.size() && std::equal(a.begin(), a.end(), b.begin());
+}
+}  // namespace
+
+VarStore::VarStore(const Model& m) : m_(m) {
+  for (auto& d : m.vars) {
+    Var v{&d, std::vector<uint8_t>(static_cast<size_t>(numel(d.shape)) * dtype_size(d.dtype)), {}};
+    if (d.init)
+      fill_tensor(v.base.data(), d.dtype, numel(d.shape), *d.init, m.seed, "var:" + d.name);
+    vars_.emplace(d.name, std::move(v));
+  }
+}
+
+VarStore::Var& VarStore::var(const std::string& name) { return vars_.at(name); }
+
+size_t VarStore::region_bytes(const Var& v, size_t depth) const {
+  int64_t n = 1;
+  for (size_t i = depth; i < v.decl->shape.size(); ++i) n *= v.decl->shape[i];
+  return static_cast<size_t>(n) * dtype_size(v.decl->dtype);
+}
+
+size_t VarStore::offset(const Var& v, const std::vector<int64_t>& index) const {
+  size_t off = 0;
+  for (size_t i = 0; i < index.size(); ++i)
+    off += static_cast<size_t>(index[i]) * region_bytes(v, i + 1);
+  return off;
+}
+
+bool VarStore::has_views() const {
+  for (auto& [n, v] : vars_)
+    if (!v.views.empty()) return true;
+  return false;
+}
+
+TensorRef VarStore::read(const BoundArray& b, const StaleViewFn& on_stale) {
+  Var& v = var(b.name);
+  Shape shape(v.decl->shape.begin() + static_cast<long>(b.index.size()), v.decl->shape.end());
+  size_t bytes = region_bytes(v, b.index.size());
+  auto check = [&](const std::vector<int64_t>& key, ViewRef& w) {
+    if (w.reported || hash_bytes(w.data, w.bytes) == w.hash) return;
+    std::string name = b.name;
+    for (auto i : key) name += "[" + std::to_string(i) + "]";
+    on_stale(name, w);
+  };
+  // A view covering the whole region: read straight from BO memory.
+  for (auto& [key, w] : v.views)
+    if (is_prefix(key, b.index)) {
+      check(key, w);
+      return TensorRef{w.data + offset(v, b.index) - offset(v, key), v.decl->dtype, shape};
+    }
+  uint8_t* base = v.base.data() + offset(v, b.index);
+  bool inside = false;
+  for (auto& [key, w] : v.views) inside = inside || is_prefix(b.index, key);
+  if (!inside) return TensorRef{base, v.decl->dtype, shape};
+  // Views inside the region: assemble a copy (base bytes overlaid with each view's bytes).
+  scratch_.emplace_back(base, base + bytes);
+  auto& out = scratch_.back();
+  for (auto& [key, w] : v.views) {
+    if (!is_prefix(b.index, key)) continue;
+    check(key, w);
+    std::memcpy(out.data() + offset(v, key) - offset(v, b.index), w.data, w.bytes);
+  }
+  if (scratch_.size() > 64) scratch_.erase(scratch_.begin());
+  return TensorRef{out.data(), v.decl->dtype, shape};
+}
+
+void VarStore::settle(Var& v, const std::vector<int64_t>& index) {
+  for (auto it = v.views.begin(); it != v.views.end();) {
+    if (is_prefix(it->first, index) && it->first != index) {  // covers the region: copy in
+      std::memcpy(v.base.data() + offset(v, it->first), it->second.data, it->second.bytes);
+      it = v.views.erase(it);
+    } else if (is_prefix(index, it->first)) {  // inside the region: superseded
+      it = v.views.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+TensorRef VarStore::write(const BoundArray& b) {
+  Var& v = var(b.name);
+  settle(v, b.index);
+  Shape shape(v.decl->shape.begin() + static_cast<long>(b.index.size()), v.decl->shape.end());
+  return TensorRef{v.base.data() + offset(v, b.index), v.decl->dtype, shape};
+}
+
+void VarStore::keep_view(const BoundArray& b, const ViewRef& w) {
+  Var& v = var(b.name);
+  settle(v, b.index);
+  v.views[b.index] = w;
+}
+
+}  // namespace bod

@@ -1,0 +1,53 @@
+// The host side of one engine's dataflow: every var of the model, where a region may be a
+// zero-copy view into a BO (an output kept "as view"), exactly like the numpy views a real
+// engine hands back. Reading a view whose BO changed since it was returned is reported.
+#pragma once
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "model/plan.h"
+#include "runtime/backend.h"
+
+namespace bod {
+
+struct ViewRef {
+  BoHandle bo = 0;
+  uint8_t* data = nullptr;  // into the BO's host mapping
+  size_t bytes = 0;
+  uint64_t hash = 0;        // of the bytes when the view was returned
+  const PlanCall* call = nullptr;
+  int slot = -1;
+  bool reported = false;
+};
+
+class VarStore {
+ public:
+  explicit VarStore(const Model& m);
+  VarStore(const VarStore&) = delete;
+  // Called with every view a read touches whose bytes changed since it was returned.
+  using StaleViewFn = std::function<void(const std::string& var, ViewRef& v)>;
+  // The current contents of a var region (valid until the next call on this store).
+  TensorRef read(const BoundArray& b, const StaleViewFn& on_stale);
+  // A writable region; views inside it are dropped, views around it are copied in first.
+  TensorRef write(const BoundArray& b);
+  void keep_view(const BoundArray& b, const ViewRef& v);
+  bool has_views() const;
+
+ private:
+  struct Var {
+    const VarDecl* decl;
+    std::vector<uint8_t> base;
+    std::map<std::vector<int64_t>, ViewRef> views;  // index prefix -> view of that region
+  };
+  Var& var(const std::string& name);
+  size_t offset(const Var& v, const std::vector<int64_t>& index) const;
+  size_t region_bytes(const Var& v, size_t depth) const;
+  void settle(Var& v, const std::vector<int64_t>& index);
+  const Model& m_;
+  std::map<std::string, Var> vars_;
+  std::vector<std::vector<uint8_t>> scratch_;
+};
+
+}  // namespace bod

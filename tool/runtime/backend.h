@@ -1,0 +1,85 @@
+// The device layer both engines run on. A BO has a host-visible mapping and device-side
+// bytes; a host write only reaches the device through sync_to_device, and a kernel only sees
+// device bytes. The CPU reference device keeps the two apart so a skipped write or sync leaves
+// stale device bytes exactly as on an NPU; the XRT backend uses real xrt::bo objects.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace bod {
+
+using BoHandle = uint32_t;
+
+// What to allocate. `slot` is the kernel argument index (xclbin: group_id(slot + 3)).
+struct BoDesc {
+  size_t bytes = 0;
+  int slot = 0;
+  std::string kernel;
+  std::string label;  // for logs and errors: "rms_L0/slot 3 (wq)"
+};
+
+// An NPU binary a kernel may declare in model.json (see docs/xrt.md).
+struct NpuBinary {
+  enum class Mode { none, xclbin, elf } mode = Mode::none;
+  std::string path;          // xclbin or ELF file (absolute after loading)
+  std::string kernel_name;   // kernel name inside the binary
+  std::string instructions;  // xclbin mode: instruction stream file (uint32 words)
+};
+
+// One kernel launch on a list of BOs (one per slot, in slot order).
+struct Dispatch {
+  std::string kernel;
+  const NpuBinary* binary = nullptr;  // null or mode none: run the reference body on the host
+  std::vector<BoHandle> bos;
+  std::vector<DType> slot_dtypes;     // how the body views each BO
+  std::vector<Shape> slot_shapes;
+  // The reference body over the device bytes of each slot (TensorRefs in slot order).
+  std::function<void(const std::vector<TensorRef>&)> body;
+};
+
+struct DispatchInfo {
+  bool host_emulated = true;  // true when the reference body ran on the host, not an NPU
+  bool npu_launched = false;  // true when an NPU binary was launched (noop device included)
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  // Allocates a zero-filled BO. Throws FatalError (exit 3) when the device refuses.
+  virtual BoHandle alloc(const BoDesc& desc) = 0;
+  virtual size_t size(BoHandle bo) const = 0;
+  // Host-visible mapping; stable for the BO's lifetime (zero-copy views point into it).
+  virtual uint8_t* map(BoHandle bo) = 0;
+  // Host mapping -> device, first `bytes` bytes (a prefix write syncs only the prefix).
+  virtual void sync_to_device(BoHandle bo, size_t bytes) = 0;
+  // Device -> host mapping, whole BO.
+  virtual void sync_from_device(BoHandle bo) = 0;
+  // Device-side bytes as the kernel sees them, for hashing and byte diffs. CPU: device memory
+  // directly (mapping untouched); XRT: sync from device, then the mapping.
+  virtual const uint8_t* device_bytes(BoHandle bo) = 0;
+  // Launches the kernel; throws FatalError on a device failure or timeout.
+  virtual DispatchInfo dispatch(const Dispatch& d) = 0;
+  // Frees a BO (shadow engine BOs live for one call).
+  virtual void release(BoHandle bo) = 0;
+};
+
+struct BackendOptions {
+  std::string kind = "cpu";   // cpu | xrt
+  int device = 0;
+  int timeout_ms = 10000;     // NPU run wait timeout
+};
+
+// Creates the backend; throws FatalError (exit 3) when it is unavailable.
+std::unique_ptr<Backend> make_backend(const BackendOptions& opt);
+std::unique_ptr<Backend> make_cpu_backend();
+#ifdef BOD_WITH_XRT
+std::unique_ptr<Backend> make_xrt_backend(const BackendOptions& opt);
+#endif
+
+}  // namespace bod

@@ -1,0 +1,78 @@
+// CPU reference device: every BO owns two byte arrays, the host mapping and "device" memory.
+// Only sync_to_device / sync_from_device move bytes between them, and kernels run on device
+// memory, so a skipped write or sync leaves stale device bytes exactly as on an NPU.
+#include <cstring>
+#include <vector>
+
+#include "core/result.h"
+#include "runtime/backend.h"
+
+namespace bod {
+namespace {
+
+class CpuBackend final : public Backend {
+ public:
+  std::string name() const override { return "cpu"; }
+
+  BoHandle alloc(const BoDesc& d) override {
+    bos_.push_back({std::vector<uint8_t>(d.bytes, 0), std::vector<uint8_t>(d.bytes, 0), true});
+    return static_cast<BoHandle>(bos_.size() - 1);
+  }
+  size_t size(BoHandle bo) const override { return at(bo).host.size(); }
+  uint8_t* map(BoHandle bo) override { return at(bo).host.data(); }
+
+  void sync_to_device(BoHandle bo, size_t bytes) override {
+    auto& b = at(bo);
+    std::memcpy(b.dev.data(), b.host.data(), std::min(bytes, b.host.size()));
+  }
+  void sync_from_device(BoHandle bo) override {
+    auto& b = at(bo);
+    std::memcpy(b.host.data(), b.dev.data(), b.dev.size());
+  }
+  const uint8_t* device_bytes(BoHandle bo) override { return at(bo).dev.data(); }
+
+  DispatchInfo dispatch(const Dispatch& d) override {
+    std::vector<TensorRef> slots(d.bos.size());
+    for (size_t i = 0; i < d.bos.size(); ++i)
+      slots[i] = TensorRef{at(d.bos[i]).dev.data(), d.slot_dtypes[i], d.slot_shapes[i]};
+    if (d.body) d.body(slots);
+    return DispatchInfo{true, false};
+  }
+
+  void release(BoHandle bo) override {
+    auto& b = at(bo);
+    std::vector<uint8_t>().swap(b.host);
+    std::vector<uint8_t>().swap(b.dev);
+    b.live = false;
+  }
+
+ private:
+  struct Bo {
+    std::vector<uint8_t> host, dev;
+    bool live;
+  };
+  Bo& at(BoHandle h) { return bos_.at(h); }
+  const Bo& at(BoHandle h) const { return bos_.at(h); }
+  std::vector<Bo> bos_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+
+std::unique_ptr<Backend> make_backend(const BackendOptions& opt) {
+  if (opt.kind == "cpu") return make_cpu_backend();
+#ifdef BOD_WITH_XRT
+  if (opt.kind == "xrt") return make_xrt_backend(opt);
+#else
+  if (opt.kind == "xrt")
+    throw FatalError{{"--backend xrt",
+                      "this bo-doctor was built without XRT; install libxrt-dev and rebuild "
+                      "(cmake -DBO_DOCTOR_WITH_XRT=ON)",
+                      Exit::backend}};
+#endif
+  throw FatalError{{"--backend", "unknown backend '" + opt.kind + "'; expected cpu or xrt",
+                    Exit::bad_input}};
+}
+
+}  // namespace bod
