@@ -60,6 +60,27 @@ TEST(OpsMatmul, GemmTransposeAndAccumulateExact) {
   EXPECT_EQ(out.vals(), (std::vector<float>{10, 22}));
 }
 
+TEST(OpsMatmul, GemmBf16WeightsWiderThanOneConversionBlock) {
+  // bf16 b is converted in column blocks (~1M elements); N = 1100 at K = 2048 spans three.
+  const int64_t M = 2, K = 2048, N = 1100;
+  std::mt19937 rng(14);
+  for (int tb = 0; tb < 2; ++tb) {
+    HostTensor a(DType::f32, {M, K}), b(DType::bf16, tb ? Shape{N, K} : Shape{K, N});
+    HostTensor out(DType::f32, {M, N});
+    a.randomize(rng);
+    b.randomize(rng);
+    run_checked(make_call("gemm", {{"a", a.ref}, {"b", b.ref}, {"out", out.ref}},
+                          {{"transpose_b", double(tb)}}));
+    const auto av = a.vals(), bv = b.vals();
+    std::vector<double> ref(M * N, 0.0);
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t k = 0; k < K; ++k)
+          ref[m * N + n] += double(av[m * K + k]) * bv[tb ? n * K + k : k * N + n];
+    expect_near_ref(out.vals(), ref, DType::f32, "wide gemm tb=" + std::to_string(tb), 1e-3);
+  }
+}
+
 TEST(OpsMatmul, GemmLargeBf16SampledEntries) {
   const int64_t M = 16, K = 2048, N = 8192;
   std::mt19937 rng(13);

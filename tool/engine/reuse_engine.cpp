@@ -117,9 +117,11 @@ std::string ReuseEngine::last_change(BoHandle bo) const {
 std::vector<BoHandle> ShadowEngine::prepare(const PlanCall& c, const std::vector<HostSlot>& host) {
   std::vector<BoHandle> bos;
   for (size_t s = 0; s < c.slot_bytes.size(); ++s) {
-    BoHandle h = b_.alloc(BoDesc{c.slot_bytes[s], static_cast<int>(s), c.kernel->name, "shadow"});
+    BoHandle h =
+        b_.alloc(BoDesc{c.slot_bytes[s], static_cast<int>(s), c.kernel->name, "shadow", true});
     uint8_t* m = b_.map(h);
     if (host[s].data) std::memcpy(m, host[s].data, c.slot_bytes[s]);
+    else std::memset(m, 0, c.slot_bytes[s]);
     b_.sync_to_device(h, c.slot_bytes[s]);
     h2d_bytes += c.slot_bytes[s];
     writes++;

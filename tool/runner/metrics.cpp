@@ -9,6 +9,7 @@ Divergence compare(const TensorRef& a, const TensorRef& b) {
   Divergence d;
   d.elements = a.numel();
   d.bit_exact = a.bytes() == b.bytes() && std::memcmp(a.data, b.data, a.bytes()) == 0;
+  if (d.bit_exact) return d;  // identical: nothing to measure (NaN/Inf counts stay 0)
   double dot = 0, na = 0, nb = 0;
   for (int64_t i = 0; i < a.numel(); ++i) {
     double x = a.get(i), y = b.get(i);
@@ -25,7 +26,6 @@ Divergence compare(const TensorRef& a, const TensorRef& b) {
     d.max_abs = std::max(d.max_abs, diff);
     if (std::fabs(y) > 1e-6) d.max_rel = std::max(d.max_rel, diff / std::fabs(y));
   }
-  if (d.bit_exact) return d;
   if (na == 0 && nb == 0) d.cosine = 1;
   else if (na == 0 || nb == 0) d.cosine = 0;
   else d.cosine = dot / std::sqrt(na * nb);

@@ -43,7 +43,8 @@ bool VarStore::has_views() const {
   return false;
 }
 
-TensorRef VarStore::read(const BoundArray& b, const StaleViewFn& on_stale) {
+TensorRef VarStore::read(const BoundArray& b, const StaleViewFn& on_stale, bool* from_view) {
+  if (from_view) *from_view = false;
   Var& v = var(b.name);
   Shape shape(v.decl->shape.begin() + static_cast<long>(b.index.size()), v.decl->shape.end());
   size_t bytes = region_bytes(v, b.index.size());
@@ -57,6 +58,7 @@ TensorRef VarStore::read(const BoundArray& b, const StaleViewFn& on_stale) {
   for (auto& [key, w] : v.views)
     if (is_prefix(key, b.index)) {
       check(key, w);
+      if (from_view) *from_view = true;
       return TensorRef{w.data + offset(v, b.index) - offset(v, key), v.decl->dtype, shape};
     }
   uint8_t* base = v.base.data() + offset(v, b.index);
@@ -69,6 +71,7 @@ TensorRef VarStore::read(const BoundArray& b, const StaleViewFn& on_stale) {
   for (auto& [key, w] : v.views) {
     if (!is_prefix(b.index, key)) continue;
     check(key, w);
+    if (from_view) *from_view = true;
     std::memcpy(out.data() + offset(v, key) - offset(v, b.index), w.data, w.bytes);
   }
   if (scratch_.size() > 64) scratch_.erase(scratch_.begin());

@@ -29,7 +29,8 @@ class VarStore {
   // Called with every view a read touches whose bytes changed since it was returned.
   using StaleViewFn = std::function<void(const std::string& var, ViewRef& v)>;
   // The current contents of a var region (valid until the next call on this store).
-  TensorRef read(const BoundArray& b, const StaleViewFn& on_stale);
+  // `from_view` (optional) is set when the bytes live in BO memory.
+  TensorRef read(const BoundArray& b, const StaleViewFn& on_stale, bool* from_view = nullptr);
   // A writable region; views inside it are dropped, views around it are copied in first.
   TensorRef write(const BoundArray& b);
   void keep_view(const BoundArray& b, const ViewRef& v);

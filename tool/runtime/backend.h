@@ -21,6 +21,7 @@ struct BoDesc {
   int slot = 0;
   std::string kernel;
   std::string label;  // for logs and errors: "rms_L0/slot 3 (wq)"
+  bool overwritten = false;  // caller writes every byte before use: no need to zero-fill
 };
 
 // An NPU binary a kernel may declare in model.json (see docs/xrt.md).
@@ -51,7 +52,7 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
-  // Allocates a zero-filled BO. Throws FatalError (exit 3) when the device refuses.
+  // Allocates a BO, zero-filled unless desc.overwritten. Throws FatalError (exit 3) when the device refuses.
   virtual BoHandle alloc(const BoDesc& desc) = 0;
   virtual size_t size(BoHandle bo) const = 0;
   // Host-visible mapping; stable for the BO's lifetime (zero-copy views point into it).

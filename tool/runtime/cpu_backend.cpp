@@ -2,6 +2,7 @@
 // Only sync_to_device / sync_from_device move bytes between them, and kernels run on device
 // memory, so a skipped write or sync leaves stale device bytes exactly as on an NPU.
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "core/result.h"
@@ -15,7 +16,14 @@ class CpuBackend final : public Backend {
   std::string name() const override { return "cpu"; }
 
   BoHandle alloc(const BoDesc& d) override {
-    bos_.push_back({std::vector<uint8_t>(d.bytes, 0), std::vector<uint8_t>(d.bytes, 0), true});
+    Bo b{Buf(d.bytes, !d.overwritten), Buf(d.bytes, !d.overwritten), true};
+    if (!free_.empty()) {
+      bos_[free_.back()] = std::move(b);
+      BoHandle h = free_.back();
+      free_.pop_back();
+      return h;
+    }
+    bos_.push_back(std::move(b));
     return static_cast<BoHandle>(bos_.size() - 1);
   }
   size_t size(BoHandle bo) const override { return at(bo).host.size(); }
@@ -41,16 +49,29 @@ class CpuBackend final : public Backend {
 
   void release(BoHandle bo) override {
     auto& b = at(bo);
-    std::vector<uint8_t>().swap(b.host);
-    std::vector<uint8_t>().swap(b.dev);
-    b.live = false;
+    b = Bo{};
+    free_.push_back(bo);
   }
 
  private:
-  struct Bo {
-    std::vector<uint8_t> host, dev;
-    bool live;
+  // A byte buffer that can skip zero-filling (std::vector cannot).
+  class Buf {
+   public:
+    Buf() = default;
+    Buf(size_t n, bool zero) : p_(zero ? new uint8_t[n]() : new uint8_t[n]), n_(n) {}
+    uint8_t* data() { return p_.get(); }
+    const uint8_t* data() const { return p_.get(); }
+    size_t size() const { return n_; }
+
+   private:
+    std::unique_ptr<uint8_t[]> p_;
+    size_t n_ = 0;
   };
+  struct Bo {
+    Buf host, dev;
+    bool live = false;
+  };
+  std::vector<BoHandle> free_;
   Bo& at(BoHandle h) { return bos_.at(h); }
   const Bo& at(BoHandle h) const { return bos_.at(h); }
   std::vector<Bo> bos_;

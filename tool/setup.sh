@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# One-command set-up for a fresh Debian machine: installs the build dependencies (apt, with
+# sudo when not root), configures and builds bo-doctor, then runs the requested job.
+#   tool/setup.sh demo   build, then `bo-doctor check` on the bundled llama-tiny model
+#   tool/setup.sh test   build, then the whole test suite (ctest)
+#   tool/setup.sh large  build, then the llama32-1b fixture (slow; not part of `test`)
+#   tool/setup.sh build  build only
+set -euo pipefail
+job=${1:-demo}
+here=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD_DIR:-$here/build}
+pkgs=(build-essential cmake pkg-config libxrt-dev libcli11-dev libeigen3-dev libspdlog-dev
+      libgtest-dev nlohmann-json3-dev libxxhash-dev)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  echo "setup: installing ${missing[*]}" >&2
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$build" -j"$(nproc)"
+
+case "$job" in
+  demo) exec "$build/bo-doctor" check "$here/fixtures/models/llama-tiny/model.json" ;;
+  test) cd "$build" && exec ctest --output-on-failure -j"$(nproc)" -LE large ;;
+  large) cd "$build" && exec ctest --output-on-failure -L large ;;
+  build) ;;
+  *) echo "setup: unknown job '$job'; expected demo, test, large or build" >&2; exit 2 ;;
+esac
