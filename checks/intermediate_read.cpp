@@ -20,10 +20,15 @@ class IntermediateRead final : public Check {
   const CheckInfo& info() const override { return kInfo; }
   void on_call(const CallRecord& r, FindingSink& sink) override {
     for (auto& s : r.slots) {
-      if (s.role != SlotRole::intermediate || !stale_before(s)) continue;
-      bool wrote_differently = s.reuse_post != s.shadow_post && s.stale_diff_bytes < s.diff_bytes;
-      bool silent_read = s.reuse_post == s.shadow_post && r.diverged();
-      if (!wrote_differently && !silent_read) continue;
+      if (s.role != SlotRole::intermediate) continue;
+      bool stale = stale_before(s);
+      bool wrote_differently =
+          stale && s.reuse_post != s.shadow_post && s.stale_diff_bytes < s.diff_bytes;
+      bool silent_read = stale && s.reuse_post == s.shadow_post && r.diverged();
+      if (!wrote_differently && !silent_read) {
+        if (s.probed && s.probe_read) latent(r, s, sink);
+        continue;
+      }
       Finding f = make_finding(kInfo, *r.call, s.slot, r.key_first_call);
       f.message = "intermediate slot " + s.name + " held stale bytes and the kernel read them: " +
                   (wrote_differently ? std::to_string(s.diff_bytes - s.stale_diff_bytes) +
@@ -33,6 +38,17 @@ class IntermediateRead final : public Check {
                     {"device bytes after (reuse vs shadow)", hash_pair(s.reuse_post, s.shadow_post)}};
       sink.add(std::move(f));
     }
+  }
+
+ private:
+  static void latent(const CallRecord& r, const SlotRecord& s, FindingSink& sink) {
+    Finding f = make_finding(kInfo, *r.call, s.slot, r.key_first_call);
+    f.latent = true;
+    f.message = "intermediate slot " + s.name + " is read by the kernel: filling it with a "
+                "canary changed the outputs; today its stale bytes match, so nothing diverges yet";
+    f.evidence = {{"probe", "canary in slot changed the outputs"},
+                  {"stale before dispatch", stale_before(s) ? "yes" : "no"}};
+    sink.add(std::move(f));
   }
 };
 

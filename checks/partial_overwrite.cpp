@@ -19,8 +19,13 @@ class PartialOverwrite final : public Check {
   const CheckInfo& info() const override { return kInfo; }
   void on_call(const CallRecord& r, FindingSink& sink) override {
     for (auto& s : r.slots) {
-      if (s.role != SlotRole::intermediate || !stale_before(s)) continue;
-      if (s.reuse_post == s.shadow_post || s.stale_diff_bytes < s.diff_bytes) continue;
+      if (s.role != SlotRole::intermediate) continue;
+      bool real = stale_before(s) && s.reuse_post != s.shadow_post && s.diff_bytes > 0 &&
+                  s.stale_diff_bytes == s.diff_bytes;
+      if (!real) {
+        if (s.probed && s.probe_unwritten_bytes > 0) latent(r, s, sink);
+        continue;
+      }
       Finding f = make_finding(kInfo, *r.call, s.slot, r.key_first_call);
       f.message = "intermediate slot " + s.name + ": " + std::to_string(s.stale_diff_bytes) +
                   " of " + std::to_string(s.bytes) +
@@ -29,6 +34,18 @@ class PartialOverwrite final : public Check {
                     {"stale bytes", std::to_string(s.stale_diff_bytes)}};
       sink.add(std::move(f));
     }
+  }
+
+ private:
+  static void latent(const CallRecord& r, const SlotRecord& s, FindingSink& sink) {
+    Finding f = make_finding(kInfo, *r.call, s.slot, r.key_first_call);
+    f.latent = true;
+    f.message = "intermediate slot " + s.name + ": " + std::to_string(s.probe_unwritten_bytes) +
+                " of " + std::to_string(s.bytes) + " bytes kept a canary through dispatch, so the "
+                "kernel never writes them; stale bytes there do not differ yet";
+    f.evidence = {{"probe", "canary survived in " + std::to_string(s.probe_unwritten_bytes) +
+                                " bytes"}};
+    sink.add(std::move(f));
   }
 };
 

@@ -7,6 +7,7 @@
 
 #include "checks/registry.h"
 #include "report/report.h"
+#include "runner/classify.h"
 #include "runner/host_data.h"
 
 namespace bod {
@@ -83,7 +84,9 @@ CommandResult cmd_check(const CommandOptions& o) {
   if (!config_broken) {
     try {
       auto backend = make_backend(BackendOptions{o.backend, o.device, o.timeout_ms});
-      run = run_shadow(p.value(), data.value(), *backend, checks, sink);
+      RunOptions ro;
+      ro.probe = o.probe;
+      run = run_shadow(p.value(), data.value(), *backend, checks, sink, ro);
     } catch (const FatalError& e) {
       return fail(at_model(o, e.error));
     }
@@ -93,6 +96,36 @@ CommandResult cmd_check(const CommandOptions& o) {
   Report r{"check", o.model, m.name, sink.sorted(), &p.value(), config_broken ? nullptr : &run,
            o.timings};
   return finish(o, r);
+}
+
+CommandResult cmd_classify(const CommandOptions& o) {
+  if (o.format != "text" && o.format != "json")
+    return fail(Error{"--format", "unknown format '" + o.format + "'; expected text or json"});
+  Model m;
+  auto p = load_plan(o, m);
+  if (!p) return fail(at_model(o, p.error()));
+  auto data = HostData::load(m);
+  if (!data) return fail(data.error());
+  FindingSink sink;
+  auto checks = make_all_checks();
+  RunResult run;
+  try {
+    auto backend = make_backend(BackendOptions{o.backend, o.device, o.timeout_ms});
+    RunOptions ro;
+    ro.probe_all = true;
+    run = run_shadow(p.value(), data.value(), *backend, checks, sink, ro);
+  } catch (const FatalError& e) {
+    return fail(at_model(o, e.error));
+  }
+  auto sites = classify(p.value(), run);
+  std::string text = o.format == "json" ? render_classify_json(o.model, sites)
+                                        : render_classify_text(o.model, sites);
+  if (!o.output.empty()) {
+    auto st = write_atomic(o.output, text);
+    if (!st) return fail(st.error());
+    text.clear();
+  }
+  return {Exit::ok, text, ""};
 }
 
 CommandResult cmd_list_checks(const std::string& format) {

@@ -16,6 +16,7 @@ struct CommandOptions {
   int timeout_ms = 10000;
   double max_memory_gib = 16;
   bool timings = false;
+  bool probe = false;  // check --probe: canary runs of intermediate slots
 };
 
 struct CommandResult {
@@ -26,6 +27,7 @@ struct CommandResult {
 
 CommandResult cmd_lint(const CommandOptions& o);
 CommandResult cmd_check(const CommandOptions& o);
+CommandResult cmd_classify(const CommandOptions& o);
 CommandResult cmd_list_checks(const std::string& format);
 CommandResult cmd_explain(const std::string& id);
 

@@ -31,7 +31,13 @@ CommandResult run_cli(int argc, char** argv) {
   check->add_option("--backend", o.backend, "cpu (reference device) or xrt");
   check->add_option("--device", o.device, "XRT device index");
   check->add_option("--timeout-ms", o.timeout_ms, "NPU run wait timeout");
+  check->add_flag("--probe", o.probe,
+                  "also run each call with canaries in intermediate slots (finds latent bugs)");
   check->add_flag("--timings", o.timings, "include measured times (reports then differ per run)");
+  auto* classify = app.add_subcommand(
+      "classify", "infer each slot's role from behaviour and recommend reuse indices");
+  add_report_flags(classify, o);
+  classify->add_option("--backend", o.backend, "cpu (reference device) or xrt");
   auto* lint = app.add_subcommand("lint", "static checks of the plan, without running it");
   add_report_flags(lint, o);
   std::string list_format = "text";
@@ -57,6 +63,7 @@ CommandResult run_cli(int argc, char** argv) {
                                    : spdlog::level::warn);
   if (check->parsed()) return cmd_check(o);
   if (lint->parsed()) return cmd_lint(o);
+  if (classify->parsed()) return cmd_classify(o);
   if (list->parsed()) return cmd_list_checks(list_format);
   return cmd_explain(id);
 }

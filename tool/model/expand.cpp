@@ -173,8 +173,9 @@ class Expander {
       auto key = expand_template(*d.bo_key, env);
       if (!key) return Error{d.path + "/bo_key", key.error().what};
       c.bo_key = key.value();
+      c.bo_key_template = *d.bo_key;
     } else {
-      c.bo_key = k.name;
+      c.bo_key = c.bo_key_template = k.name;
     }
     c.shared_nonstatic = d.shared_nonstatic;
     for (auto& [slot, tmpl] : d.shared_alias) {

@@ -41,6 +41,7 @@ struct PlanCall {
   std::vector<BoundArray> args;                   // one per slot
   std::vector<SlotRef> statics, inters, outputs;  // as declared (lint checks ranges)
   std::string bo_key;
+  std::string bo_key_template;  // as written ("o_ffn_L{l}"); the kernel name when absent
   bool shared_nonstatic = false;
   std::map<int, std::string> alias;  // slot -> pool name
   std::vector<KeptOutput> keep;

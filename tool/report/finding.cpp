@@ -18,7 +18,11 @@ void FindingSink::add(Finding f) {
   if (f.last_call == 0) f.last_call = f.call;
   for (auto& g : items_) {
     if (g.check == f.check && g.kernel == f.kernel && g.bo_key == f.bo_key && g.slot == f.slot) {
-      if (f.call != 0 && f.call == g.last_call) return;  // same call reported twice
+      bool latent = g.latent && f.latent;  // latent only while nothing has diverged
+      if (f.call != 0 && f.call == g.last_call) {  // same call reported twice
+        g.latent = latent;
+        return;
+      }
       if (f.call != 0 && (g.call == 0 || f.call < g.call)) {
         int occ = g.occurrences + 1, last = std::max(g.last_call, f.call);
         g = std::move(f);
@@ -28,6 +32,7 @@ void FindingSink::add(Finding f) {
         g.occurrences += 1;
         g.last_call = std::max(g.last_call, f.call);
       }
+      g.latent = latent;
       return;
     }
   }

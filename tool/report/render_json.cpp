@@ -99,9 +99,5 @@ std::string render_json(const Report& r) {
   return j.dump(2) + "\n";
 }
 
-std::string render_markdown(const Report& r) {
-  // Filled in by the reuse-block issue; until then the text report in a code block.
-  return "```\n" + render_text(r) + "```\n";
-}
 
 }  // namespace bod

@@ -40,6 +40,9 @@ struct SlotRecord {
   bool shared_with_other_slot = false;  // another slot of this call uses the same BO
   // From the reference body: the kernel overwrites the whole slot before any read of it.
   bool kernel_overwrites = false;
+  // Probing (check --probe): canary runs of this slot in a no-reuse engine.
+  bool probed = false, probe_read = false;
+  size_t probe_unwritten_bytes = 0;
 };
 
 struct OutputMetrics {

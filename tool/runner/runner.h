@@ -40,6 +40,11 @@ struct Verification {
 
 struct RunOptions {
   bool shadow = true;  // false: reuse engine only (benchmark reference run)
+  bool probe = false;  // canary-probe every intermediate slot (latent bugs)
+  // classify: canary-probe every slot, one at a time, on the first `probe_calls_per_key`
+  // calls of each bo_key.
+  bool probe_all = false;
+  int probe_calls_per_key = 2;
 };
 
 struct RunResult {

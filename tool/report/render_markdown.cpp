@@ -1,0 +1,86 @@
+// The reuse block of the seed's update protocol, ready to paste into a model's
+// development-progress notes, followed by the findings as a table.
+#include <cstdio>
+#include <set>
+#include <sstream>
+
+#include "report/report.h"
+
+namespace bod {
+
+namespace {
+
+std::string ms(double s) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.2f ms", s * 1e3);
+  return b;
+}
+
+// "applied (...)" or "skipped (reason)" for one mechanism; `statics` picks B1 or B2.
+std::string mechanism(const Report& r, bool statics) {
+  size_t sites = 0;
+  std::set<std::string> paths;
+  for (auto& c : r.plan->calls)
+    if (!(statics ? c.statics : c.inters).empty() && paths.insert(c.where.path).second) ++sites;
+  std::set<std::string> bad_checks = statics
+      ? std::set<std::string>{"stale-static", "key-collision", "static-clobber", "placeholder-upload"}
+      : std::set<std::string>{"intermediate-read", "partial-overwrite"};
+  std::string missed = statics ? "missed-static" : "missed-intermediate";
+  int errors = 0, notes = 0;
+  for (auto& f : r.findings) {
+    if (bad_checks.count(f.check) && f.severity == Severity::error) ++errors;
+    if (f.check == missed) ++notes;
+  }
+  std::ostringstream o;
+  if (sites == 0) {
+    o << "skipped (no call declares " << (statics ? "static_input_indices" : "intermediate_indices")
+      << ")";
+  } else if (errors) {
+    o << "applied but BROKEN (" << errors << " error finding(s) on "
+      << (statics ? "static" : "intermediate") << " slots; see below)";
+  } else {
+    o << "applied (" << sites << " call site(s))";
+  }
+  if (notes) o << "; " << notes << " further opportunit" << (notes == 1 ? "y" : "ies") << " (" << missed << ")";
+  return o.str();
+}
+
+}  // namespace
+
+std::string render_markdown(const Report& r) {
+  std::ostringstream o;
+  o << "## Buffer-object reuse\n";
+  if (!r.run) {
+    o << "- not run: the plan has config errors\n";
+  } else {
+    const RunResult& run = *r.run;
+    double cosine = 1;
+    for (auto& v : run.verify.outputs) cosine = std::min(cosine, v.cosine);
+    char cs[32];
+    std::snprintf(cs, sizeof cs, "%.6f", cosine);
+    o << "- B1 weight BOs: " << mechanism(r, true) << "\n"
+      << "- B2 intermediate BOs: " << mechanism(r, false) << "\n"
+      << "- Host/wall time before: " << ms(run.shadow.wall_s()) << " (no reuse: "
+      << run.shadow.h2d_bytes << " bytes host->device, " << run.shadow.writes << " BO writes)\n"
+      << "- Host/wall time after:  " << ms(run.reuse.wall_s()) << " (reuse: " << run.reuse.h2d_bytes
+      << " bytes host->device, " << run.reuse.writes << " BO writes)\n"
+      << "- Cosine vs baseline: " << cs
+      << "  | end-to-end verify: " << (run.verify.pass ? "PASS" : "FAIL") << "\n";
+    o << "\n_Measured by bo-doctor " << BOD_VERSION << " on the " << run.backend << " backend"
+      << (run.host_emulated ? " (host-emulated kernels)" : "") << ", " << r.plan->calls.size()
+      << " calls; times are one run of each engine in the same process._\n";
+  }
+  if (!r.findings.empty()) {
+    o << "\n| severity | check | call | kernel | bo_key | slot | message |\n"
+      << "|---|---|---|---|---|---|---|\n";
+    for (auto& f : r.findings)
+      o << "| " << severity_name(f.severity) << (f.latent ? " (latent)" : "") << " | " << f.check
+        << " | " << f.call << " | " << f.kernel << " | " << f.bo_key << " | "
+        << (f.slot >= 0 ? std::to_string(f.slot) + " " + f.slot_name : "") << " | " << f.message
+        << " |\n";
+  }
+  o << "\nVerdict: **" << (r.has_error() ? "FAIL" : "PASS") << "**\n";
+  return o.str();
+}
+
+}  // namespace bod
