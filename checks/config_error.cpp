@@ -38,6 +38,11 @@ class ConfigError final : public Check {
       list(c.statics, "static_input_indices");
       list(c.inters, "intermediate_indices");
       list(c.outputs, "output_indices");
+      for (auto& [slot, pool] : c.alias)
+        if (slot < 0 || slot >= n)
+          emit(sink, c, -1, c.where.path + "/shared_alias",
+               "shared_alias slot " + std::to_string(slot) + " is out of range; " +
+                   c.kernel->name + " has slots 0.." + std::to_string(n - 1));
       for (auto& s : c.statics) {
         if (c.is_inter(s.index))
           emit(sink, c, s.index, s.path, "slot is both static and intermediate");

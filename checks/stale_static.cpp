@@ -22,6 +22,8 @@ class StaleStatic final : public Check {
     for (auto& s : r.slots) {
       if (s.role != SlotRole::static_input || !stale_before(s) || s.size_mismatch) continue;
       if (s.resident != s.binding.text) continue;  // other data: key-collision
+      // Data unchanged (or a placeholder standing in for it): the BO was clobbered instead.
+      if (s.placeholder || s.host_hash == s.resident_hash) continue;
       Finding f = make_finding(kInfo, *r.call, s.slot, r.key_first_call);
       f.message = "static slot " + s.name + " bound to '" + s.binding.text +
                   "' changed since call " + std::to_string(s.resident_call) +

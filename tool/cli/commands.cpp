@@ -3,12 +3,14 @@
 #include <spdlog/spdlog.h>
 
 #include <nlohmann/json.hpp>
+#include <filesystem>
 #include <sstream>
 
 #include "checks/registry.h"
 #include "report/report.h"
 #include "runner/classify.h"
 #include "runner/host_data.h"
+#include "runtime/xrt/xrt_backend.h"
 
 namespace bod {
 
@@ -25,14 +27,29 @@ Result<Plan> load_plan(const CommandOptions& o, Model& m) {
     return Error{"--max-memory", "expected a positive number of GiB"};
   eo.max_bytes = static_cast<size_t>(o.max_memory_gib * double(1 << 30));
   auto p = expand(m, eo);
-  if (!p) return Error{o.model + ":" + p.error().where, p.error().what};
+  if (!p) return p.error();
   spdlog::info("{}: {} calls, {} host steps, about {:.1f} MiB of buffers", o.model,
                p->calls.size(), p->hosts.size(), double(p->estimated_bytes) / (1 << 20));
   return p;
 }
 
+// The backend, with every kernel's NPU binary loaded before any BO is allocated.
+std::unique_ptr<Backend> open_backend(const CommandOptions& o, const Model& m) {
+  auto b = make_backend(BackendOptions{o.backend, o.device, o.timeout_ms});
+#ifdef BOD_WITH_XRT
+  for (auto& k : m.kernels) xrt_prepare_kernel(*b, k.name, k.npu);
+#else
+  (void)m;
+#endif
+  return b;
+}
+
+// Prefixes JSON-pointer errors with the model path ("model.json:/kernels/x/slots/2").
 Error at_model(const CommandOptions& o, Error e) {
-  if (e.where.rfind("/", 0) == 0 || e.where.empty()) e.where = o.model + ":" + e.where;
+  bool pointer = e.where.empty() || (e.where[0] == '/' && e.where != o.model &&
+                                     e.where.rfind(o.model + ":", 0) != 0 &&
+                                     !std::filesystem::exists(e.where));
+  if (pointer) e.where = o.model + ":" + e.where;
   return e;
 }
 
@@ -83,7 +100,7 @@ CommandResult cmd_check(const CommandOptions& o) {
   RunResult run;
   if (!config_broken) {
     try {
-      auto backend = make_backend(BackendOptions{o.backend, o.device, o.timeout_ms});
+      auto backend = open_backend(o, m);
       RunOptions ro;
       ro.probe = o.probe;
       run = run_shadow(p.value(), data.value(), *backend, checks, sink, ro);
@@ -110,7 +127,7 @@ CommandResult cmd_classify(const CommandOptions& o) {
   auto checks = make_all_checks();
   RunResult run;
   try {
-    auto backend = make_backend(BackendOptions{o.backend, o.device, o.timeout_ms});
+    auto backend = open_backend(o, m);
     RunOptions ro;
     ro.probe_all = true;
     run = run_shadow(p.value(), data.value(), *backend, checks, sink, ro);

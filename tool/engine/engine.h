@@ -29,6 +29,7 @@ struct Placement {
   size_t written_bytes = 0;
   std::string resident;    // binding last written into this BO before this call
   int resident_call = 0;
+  uint64_t resident_hash = 0;  // hash of the host bytes of that write
   bool size_mismatch = false;
   std::string size_note;
   bool shared = false;     // another slot of the same call got the same BO
@@ -64,6 +65,7 @@ class ReuseEngine {
   struct BoState {
     std::string resident;
     int resident_call = 0;
+    uint64_t resident_hash = 0;
     std::string last_change;
   };
   BoHandle pooled(std::map<std::string, BoHandle>& pools, const std::string& id, size_t bytes,

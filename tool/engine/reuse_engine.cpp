@@ -5,6 +5,8 @@
 
 #include "engine/engine.h"
 
+#include "core/hash.h"
+
 namespace bod {
 
 BoHandle ReuseEngine::pooled(std::map<std::string, BoHandle>& pools, const std::string& id,
@@ -58,6 +60,7 @@ Prepared ReuseEngine::prepare(const PlanCall& c, const std::vector<HostSlot>& ho
     BoState& st = state_[pl.bo];
     pl.resident = st.resident;
     pl.resident_call = st.resident_call;
+    pl.resident_hash = st.resident_hash;
     if (need != pl.bo_bytes) {
       pl.size_mismatch = true;
       pl.size_note = "slot " + c.kernel->slots[s].name + " is " + std::to_string(need) +
@@ -83,6 +86,7 @@ Prepared ReuseEngine::prepare(const PlanCall& c, const std::vector<HostSlot>& ho
     p.writes++;
     st.resident = host[s].binding;
     st.resident_call = c.number;
+    st.resident_hash = hash_bytes(m, nbytes);
     st.last_change = "the host write of call " + std::to_string(c.number) + " (" +
                      c.kernel->name + ")";
   }

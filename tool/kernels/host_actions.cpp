@@ -105,6 +105,38 @@ std::string concat_cols(const OpCall& c) {
 
 }  // namespace
 
+std::string check_host_action(const OpCall& c) {
+  std::string n = c.info->name;
+  auto has = [&](const char* r) { return c.operands.count(r) != 0; };
+  if (n == "write_rows" && has("src") && has("out")) {
+    const auto& src = c.operand("src");
+    const auto& out = c.operand("out");
+    int64_t row = static_cast<int64_t>(c.param("row"));
+    if (src.cols() != out.cols() || src.dtype != out.dtype)
+      return "write_rows: src " + shape_str(src.shape) + " " + dtype_name(src.dtype) +
+             " does not match out " + shape_str(out.shape) + " " + dtype_name(out.dtype) +
+             "; expected the same columns and dtype";
+    if (row < 0 || row + src.rows() > out.rows())
+      return "write_rows: rows " + std::to_string(row) + ".." + std::to_string(row + src.rows()) +
+             " do not fit out " + shape_str(out.shape);
+  }
+  if (n == "argmax" && has("out") && c.operand("out").dtype != DType::i32)
+    return "argmax: out must be an i32 var, found " + std::string(dtype_name(c.operand("out").dtype));
+  if (n == "rope_lut" && has("out") && c.operand("out").cols() % 2)
+    return "rope_lut: out needs an even number of columns (head_dim), found " +
+           shape_str(c.operand("out").shape);
+  if (n == "concat_cols" && has("src") && has("out")) {
+    const auto& src = c.operand("src");
+    const auto& out = c.operand("out");
+    if (src.shape.size() < 3) return "concat_cols: src must be [P, R, C], found " + shape_str(src.shape);
+    int64_t P = src.shape[0], C = src.shape.back(), R = src.numel() / (P * C);
+    if (out.rows() != R || out.cols() != P * C)
+      return "concat_cols: out is " + shape_str(out.shape) + ", expected [" + std::to_string(R) +
+             "," + std::to_string(P * C) + "]";
+  }
+  return "";
+}
+
 std::string run_host_action(const OpCall& c, std::vector<int32_t>* tokens) {
   std::string n = c.info->name;
   if (n == "write_rows") return write_rows(c);

@@ -3,6 +3,8 @@
 
 #include "model/plan.h"
 
+#include "kernels/host_actions.h"
+
 namespace bod {
 
 std::string Where::str() const {
@@ -152,7 +154,7 @@ class Expander {
       BoundArray a{Binding::Kind::zeros, "", {}, "zeros"};
       auto it = d.args.find(static_cast<int>(s));
       std::string ap = d.path + "/args/" + k.slots[s].name;
-      if (it != d.args.end()) {
+      if (it != d.args.end() && it->second.kind != Binding::Kind::zeros) {
         BOD_TRY(a, bind(it->second, env, ap));
         auto t = bound_type(m_, a).value();
         if (t.numel() != n || t.dtype != k.slots[s].dtype)
@@ -225,10 +227,8 @@ class Expander {
       h.params[p.name] = v;
     }
     oc.params = h.params;
-    if (find_op(d.action)) {
-      std::string msg = check_op_shapes(oc);
-      if (!msg.empty()) return Error{d.path, msg};
-    }
+    std::string msg = find_op(d.action) ? check_op_shapes(oc) : check_host_action(oc);
+    if (!msg.empty()) return Error{d.path, msg};
     plan_.order.push_back({false, plan_.hosts.size()});
     plan_.hosts.push_back(std::move(h));
     return ok_status();

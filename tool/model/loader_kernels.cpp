@@ -112,6 +112,8 @@ Status parse_kernel(LoadCtx& c, KernelDecl& k, const json& j, const std::string&
     BOD_CHECK(require_array(j["params"], at(path, "params")));
     for (size_t i = 0; i < j["params"].size(); ++i) {
       BOD_TRY(std::string n, get_string(j["params"][i], at(at(path, "params"), i)));
+      if (c.m.dims.count(n))
+        return bad(at(at(path, "params"), i), "kernel param '" + n + "' hides the dim of that name");
       k.params.push_back(n);
       scope.push_back(n);
     }

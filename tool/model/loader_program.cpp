@@ -289,6 +289,8 @@ Status parse_program(LoadCtx& c, const json& j, const std::string& path) {
     }
     if (ph.contains("var")) {
       BOD_TRY(d.token_var, get_string(ph["var"], at(p, "var")));
+      if (c.m.dims.count(d.token_var))
+        return bad(at(p, "var"), "token variable '" + d.token_var + "' hides the dim of that name");
       s.names.push_back(d.token_var);
     }
     if (!ph.contains("steps")) return bad(p, "missing field 'steps'");

@@ -18,21 +18,15 @@ void FindingSink::add(Finding f) {
   if (f.last_call == 0) f.last_call = f.call;
   for (auto& g : items_) {
     if (g.check == f.check && g.kernel == f.kernel && g.bo_key == f.bo_key && g.slot == f.slot) {
-      bool latent = g.latent && f.latent;  // latent only while nothing has diverged
-      if (f.call != 0 && f.call == g.last_call) {  // same call reported twice
-        g.latent = latent;
-        return;
-      }
-      if (f.call != 0 && (g.call == 0 || f.call < g.call)) {
-        int occ = g.occurrences + 1, last = std::max(g.last_call, f.call);
-        g = std::move(f);
-        g.occurrences = occ;
-        g.last_call = last;
-      } else {
-        g.occurrences += 1;
-        g.last_call = std::max(g.last_call, f.call);
-      }
-      g.latent = latent;
+      // A diverging occurrence supersedes latent ones (its call and evidence are what bite).
+      bool supersede = g.latent && !f.latent;
+      if (f.call != 0 && f.call == g.last_call && !supersede) return;  // same call twice
+      int occ = g.occurrences + 1, last = std::max(g.last_call, f.call);
+      bool downgrade = f.latent && !g.latent;
+      bool earlier = f.call != 0 && (g.call == 0 || f.call < g.call);
+      if (supersede || (earlier && !downgrade)) g = std::move(f);
+      g.occurrences = occ;
+      g.last_call = last;
       return;
     }
   }

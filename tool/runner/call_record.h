@@ -29,6 +29,7 @@ struct SlotRecord {
   size_t written_bytes = 0;
   std::string resident;        // binding whose data the BO held before this call's write
   int resident_call = 0;       // call that wrote it
+  uint64_t resident_hash = 0;  // hash of the host bytes written then
   bool size_mismatch = false;
   std::string size_note;
   uint64_t reuse_pre = 0, reuse_post = 0;
@@ -40,6 +41,7 @@ struct SlotRecord {
   bool shared_with_other_slot = false;  // another slot of this call uses the same BO
   // From the reference body: the kernel overwrites the whole slot before any read of it.
   bool kernel_overwrites = false;
+  bool kernel_reads_first = false;  // the reference body reads it before fully writing it
   // Probing (check --probe): canary runs of this slot in a no-reuse engine.
   bool probed = false, probe_read = false;
   size_t probe_unwritten_bytes = 0;

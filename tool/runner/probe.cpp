@@ -6,8 +6,13 @@
 namespace bod {
 
 void fill_canary(uint8_t* dst, size_t n, DType dtype, int pattern) {
-  // bf16 0x7fc1 / f32 0x7fc10001 are quiet NaNs; 0x5a5a... is a finite, unusual value.
-  uint32_t word = pattern == 0 ? (dtype == DType::bf16 ? 0x7fc17fc1u : 0x7fc10001u) : 0x5a5a5a5au;
+  // Pattern 0: quiet NaNs (bf16 0x7fc1, f32 0x7fc10001). Pattern 1: about 1.2345, a value
+  // that adding anything visibly changes (a huge canary would absorb small sums and look
+  // untouched); integers get 0x5a bytes.
+  uint32_t word = pattern == 0 ? (dtype == DType::bf16 ? 0x7fc17fc1u : 0x7fc10001u)
+                  : dtype == DType::bf16 ? 0x3f9e3f9eu
+                  : dtype == DType::f32  ? 0x3f9e0652u
+                                         : 0x5a5a5a5au;
   for (size_t i = 0; i < n; ++i) dst[i] = static_cast<uint8_t>(word >> (8 * (i % 4)));
 }
 
@@ -58,6 +63,19 @@ Outcome run_once(Backend& b, const PlanCall& c, const Body& body, const std::vec
   return o;
 }
 
+// Elements of probed slot `i` that kept canary A in run `a` and canary B in run `z`.
+size_t unwritten(const PlanCall& c, int slot, const std::vector<uint8_t>& a,
+                 const std::vector<uint8_t>& z) {
+  DType dt = c.kernel->slots[static_cast<size_t>(slot)].dtype;
+  std::vector<uint8_t> ca(a.size()), cz(a.size());
+  fill_canary(ca.data(), ca.size(), dt, 0);
+  fill_canary(cz.data(), cz.size(), dt, 1);
+  size_t es = dtype_size(dt), n = 0;  // whole elements: a written value may share bytes
+  for (size_t k = 0; k + es <= a.size(); k += es)
+    if (std::memcmp(&a[k], &ca[k], es) == 0 && std::memcmp(&z[k], &cz[k], es) == 0) n += es;
+  return n;
+}
+
 }  // namespace
 
 std::vector<SlotProbe> probe_slots(Backend& b, const PlanCall& c, const Body& body,
@@ -68,27 +86,21 @@ std::vector<SlotProbe> probe_slots(Backend& b, const PlanCall& c, const Body& bo
   if (slots.empty()) return out;
   Outcome a = run_once(b, c, body, host, ref, slots, 0);
   Outcome z = run_once(b, c, body, host, ref, slots, 1);
+  bool changed = a.outputs_changed || z.outputs_changed;
   for (size_t i = 0; i < slots.size(); ++i) {
     SlotProbe p;
     p.slot = slots[i];
-    size_t n = a.post[i].size();
-    std::vector<uint8_t> ca(n), cz(n);
-    DType dt = c.kernel->slots[static_cast<size_t>(p.slot)].dtype;
-    fill_canary(ca.data(), n, dt, 0);
-    fill_canary(cz.data(), n, dt, 1);
-    for (size_t k = 0; k < n; ++k)
-      if (a.post[i][k] == ca[k] && z.post[i][k] == cz[k]) p.unwritten_bytes++;
+    if (!changed || slots.size() == 1) {
+      p.read = changed;
+      p.unwritten_bytes = unwritten(c, p.slot, a.post[i], z.post[i]);
+    } else {
+      // A canary that was read can flow into the other probed slots: measure each alone.
+      Outcome one = run_once(b, c, body, host, ref, {p.slot}, 0);
+      Outcome two = run_once(b, c, body, host, ref, {p.slot}, 1);
+      p.read = one.outputs_changed || two.outputs_changed;
+      p.unwritten_bytes = unwritten(c, p.slot, one.post[0], two.post[0]);
+    }
     out.push_back(p);
-  }
-  if (!a.outputs_changed && !z.outputs_changed) return out;
-  if (slots.size() == 1) {
-    out[0].read = true;
-    return out;
-  }
-  for (auto& p : out) {  // attribute the read: one slot at a time
-    Outcome one = run_once(b, c, body, host, ref, {p.slot}, 0);
-    Outcome two = one.outputs_changed ? one : run_once(b, c, body, host, ref, {p.slot}, 1);
-    p.read = one.outputs_changed || two.outputs_changed;
   }
   return out;
 }

@@ -13,7 +13,7 @@ namespace bod {
 struct SlotProbe {
   int slot = -1;
   bool read = false;            // the outputs changed when this slot held a canary
-  size_t unwritten_bytes = 0;   // bytes that still held the canary after dispatch (both runs)
+  size_t unwritten_bytes = 0;   // bytes of elements that kept the canary in both runs
 };
 
 // Canary fill of `n` bytes of `dtype`: pattern 0 is a NaN pattern, pattern 1 a distinct

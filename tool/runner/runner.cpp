@@ -218,10 +218,12 @@ class Runner {
       sr.written_bytes = pl.written_bytes;
       sr.resident = pl.resident;
       sr.resident_call = pl.resident_call;
+      sr.resident_hash = pl.resident_hash;
       sr.size_mismatch = pl.size_mismatch;
       sr.size_note = pl.size_note;
       sr.shared_with_other_slot = pl.shared;
       sr.kernel_overwrites = access[s].overwritten;
+      sr.kernel_reads_first = access[s].read_before_write;
       const uint8_t* rd = b_.device_bytes(pl.bo);
       size_t cmp = std::min(sr.bytes, pl.bo_bytes);
       sr.reuse_pre = hash_bytes(rd, cmp);
