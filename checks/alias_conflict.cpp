@@ -42,9 +42,10 @@ class AliasConflict final : public Check {
   }
 
   void on_call(const CallRecord& r, FindingSink& sink) override {
+    if (r.failed) return;  // the reuse engine never ran it: size-mismatch says why
     for (auto& s : r.slots) {
       bool aliased = s.bo_id.rfind("alias:", 0) == 0;
-      bool stale = aliased && stale_before(s) && s.role != SlotRole::static_input;
+      bool stale = aliased && stale_before(s);
       if (!stale && !s.shared_with_other_slot) continue;
       Finding f = make_finding(kInfo, *r.call, s.slot, r.key_first_call);
       f.message = s.shared_with_other_slot

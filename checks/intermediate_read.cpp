@@ -19,6 +19,7 @@ class IntermediateRead final : public Check {
  public:
   const CheckInfo& info() const override { return kInfo; }
   void on_call(const CallRecord& r, FindingSink& sink) override {
+    if (r.failed) return;  // the reuse engine never ran it: size-mismatch says why
     // Diverging outputs are blamed on skipped intermediates only when nothing else (a stale
     // static, alias or size-mismatched slot) differed before dispatch.
     bool only_intermediates_stale = true;

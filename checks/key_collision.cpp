@@ -38,8 +38,10 @@ class KeyCollision final : public Check {
   }
 
   void on_call(const CallRecord& r, FindingSink& sink) override {
+    if (r.failed) return;  // the reuse engine never ran it: size-mismatch says why
     for (auto& s : r.slots) {
       if (s.role != SlotRole::static_input || !stale_before(s) || s.size_mismatch) continue;
+      if (s.bo_id.rfind("alias:", 0) == 0) continue;  // an aliased BO: alias-conflict
       if (s.resident == s.binding.text) continue;  // same binding: stale-static
       Finding f = make_finding(kInfo, *r.call, s.slot, r.key_first_call);
       f.message = "static slot " + s.name + " should hold '" + s.binding.text + "' but the BO of '" +

@@ -35,6 +35,7 @@ class PlaceholderUpload final : public Check {
   }
 
   void on_call(const CallRecord& r, FindingSink& sink) override {
+    if (r.failed) return;  // the reuse engine never ran it: size-mismatch says why
     for (auto& s : r.slots) {
       if (!s.placeholder || !s.written) continue;
       Finding f = make_finding(kInfo, *r.call, s.slot, r.key_first_call);

@@ -19,8 +19,10 @@ class StaleStatic final : public Check {
  public:
   const CheckInfo& info() const override { return kInfo; }
   void on_call(const CallRecord& r, FindingSink& sink) override {
+    if (r.failed) return;  // the reuse engine never ran it: size-mismatch says why
     for (auto& s : r.slots) {
       if (s.role != SlotRole::static_input || !stale_before(s) || s.size_mismatch) continue;
+      if (s.bo_id.rfind("alias:", 0) == 0) continue;  // an aliased BO: alias-conflict
       if (s.resident != s.binding.text) continue;  // other data: key-collision
       // Data unchanged (or a placeholder standing in for it): the BO was clobbered instead.
       if (s.placeholder || s.host_hash == s.resident_hash) continue;

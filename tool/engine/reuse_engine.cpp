@@ -41,16 +41,14 @@ Prepared ReuseEngine::prepare(const PlanCall& c, const std::vector<HostSlot>& ho
       pl.bo = pooled(shared_, pl.bo_id, need, c, si);
     } else {
       pl.bo_id = "key:" + c.bo_key + "/" + std::to_string(s);
-      if (!ks.bos.count(s)) {
-        ks.bos[s] = b_.alloc(BoDesc{need, si, c.kernel->name, pl.bo_id});
-        if (count_mismatch && s >= ks.first->kernel->slots.size()) {
-          pl.size_mismatch = true;
-          pl.size_note = "bo_key '" + c.bo_key + "' was created with " +
-                         std::to_string(ks.first->kernel->slots.size()) + " slots at call " +
-                         std::to_string(ks.first->number) + "; this call passes " +
-                         std::to_string(n) + ", so slot " + std::to_string(s) +
-                         " gets a BO the first call never set up";
-        }
+      if (!ks.bos.count(s)) ks.bos[s] = b_.alloc(BoDesc{need, si, c.kernel->name, pl.bo_id});
+      if (count_mismatch && s >= ks.first->kernel->slots.size()) {
+        pl.size_mismatch = true;
+        pl.size_note = "bo_key '" + c.bo_key + "' was created with " +
+                       std::to_string(ks.first->kernel->slots.size()) + " slots at call " +
+                       std::to_string(ks.first->number) + "; this call passes " +
+                       std::to_string(n) + ", so slot " + std::to_string(s) +
+                       " gets a BO the first call never set up";
       }
       pl.bo = ks.bos.at(s);
     }
@@ -67,8 +65,8 @@ Prepared ReuseEngine::prepare(const PlanCall& c, const std::vector<HostSlot>& ho
                      " bytes but its BO (" + pl.bo_id + ") was sized " +
                      std::to_string(pl.bo_bytes) + " bytes at first use";
       if (need > pl.bo_bytes) {
+        if (!p.failed) p.fail_reason = pl.size_note + "; the call fails";
         p.failed = true;
-        p.fail_reason = pl.size_note + "; the call fails";
       } else {
         p.shape_call = ks.first;  // the kernel was set up for the first call's sizes
       }

@@ -300,7 +300,12 @@ class Expander {
 
   static std::string gib(size_t b) {
     char s[32];
-    std::snprintf(s, sizeof s, "%.2f GiB", static_cast<double>(b) / (1 << 30));
+    if (b >= (size_t(1) << 30))
+      std::snprintf(s, sizeof s, "%.2f GiB", static_cast<double>(b) / (1 << 30));
+    else if (b >= (size_t(1) << 20))
+      std::snprintf(s, sizeof s, "%.1f MiB", static_cast<double>(b) / (1 << 20));
+    else
+      std::snprintf(s, sizeof s, "%zu bytes", b);
     return s;
   }
 

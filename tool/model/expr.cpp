@@ -84,8 +84,8 @@ class Parser {
     if (std::isdigit(static_cast<unsigned char>(c))) {
       int64_t v = 0;
       while (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_]))) {
-        if (v > (INT64_MAX - 9) / 10) return fail("number too large");
-        v = v * 10 + (s_[i_++] - '0');
+        if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, s_[i_++] - '0', &v))
+          return fail("number too large");
       }
       return NodeP(new Expr::Node{0, v, "", nullptr, nullptr});
     }
@@ -112,22 +112,28 @@ Result<int64_t> eval_node(const Expr::Node& n, const Env& env, const std::string
   }
   auto a = eval_node(*n.l, env, text);
   if (!a) return a;
-  if (n.op == 'u') return -a.value();
+  if (n.op == 'u') {
+    if (a.value() == INT64_MIN) return Error{"", "overflow in expression '" + text + "'"};
+    return -a.value();
+  }
   auto b = eval_node(*n.r, env, text);
   if (!b) return b;
-  int64_t x = a.value(), y = b.value();
+  int64_t x = a.value(), y = b.value(), r = 0;
+  Error overflow{"", "overflow in expression '" + text + "'"};
   switch (n.op) {
     case '+':
-      return x + y;
+      if (__builtin_add_overflow(x, y, &r)) return overflow;
+      return r;
     case '-':
-      return x - y;
+      if (__builtin_sub_overflow(x, y, &r)) return overflow;
+      return r;
     case '*':
-      if (x != 0 && (y > INT64_MAX / (x < 0 ? -x : x) || y < -(INT64_MAX / (x < 0 ? -x : x))))
-        return Error{"", "overflow in expression '" + text + "'"};
-      return x * y;
+      if (__builtin_mul_overflow(x, y, &r)) return overflow;
+      return r;
     case '/':
     case '%':
       if (y == 0) return Error{"", "division by zero in expression '" + text + "'"};
+      if (x == INT64_MIN && y == -1) return overflow;
       return n.op == '/' ? x / y : x % y;
   }
   return Error{"", "bad expression node"};

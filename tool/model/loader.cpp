@@ -3,6 +3,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "model/loader_internal.h"
@@ -267,14 +268,42 @@ Result<InitSpec> parse_init(const json& j, const std::string& path) {
 
 Result<Model> parse_model(const std::string& text, const std::string& path) {
   json j;
+  // Duplicate keys are refused (JSON would silently keep the last): track the open
+  // containers to name the JSON pointer of the second occurrence.
+  struct Frame {
+    bool array;
+    size_t index = 0;
+    std::string key;
+    std::set<std::string> keys;
+  };
+  std::vector<Frame> open;
+  std::string dup;
+  using ev_t = json::parse_event_t;
+  auto cb = [&](int, ev_t ev, json& parsed) {
+    if (ev == ev_t::object_start || ev == ev_t::array_start) {
+      open.push_back(Frame{ev == ev_t::array_start, 0, {}, {}});
+    } else if (ev == ev_t::key && !open.empty()) {
+      open.back().key = parsed.get<std::string>();
+      if (!open.back().keys.insert(open.back().key).second && dup.empty()) {
+        for (auto& f : open) dup += "/" + (f.array ? std::to_string(f.index) : ptr_key(f.key));
+      }
+    } else if (ev == ev_t::value || ev == ev_t::object_end || ev == ev_t::array_end) {
+      if (ev != ev_t::value && !open.empty()) open.pop_back();
+      if (!open.empty() && open.back().array) open.back().index++;
+    }
+    return true;
+  };
   try {
-    j = json::parse(text);
+    j = json::parse(text, cb);
   } catch (const json::parse_error& e) {
     std::string what = e.what();
     auto pos = what.find("syntax error");
     std::string msg = pos == std::string::npos ? what : what.substr(pos);
     return Error{path, "malformed JSON at " + line_col(text, e.byte ? e.byte - 1 : 0) + ": " + msg};
   }
+  if (!dup.empty())
+    return Error{dup, "this key appears twice in one object; JSON keeps only the last one, so "
+                      "say it once"};
   Model m;
   m.path = path;
   m.dir = fs::path(path).parent_path().string();
@@ -284,7 +313,9 @@ Result<Model> parse_model(const std::string& text, const std::string& path) {
   BOD_CHECK(only_keys(j, "",
                       {"format", "version", "name", "description", "seed", "dims", "tensors",
                        "vars", "kernels", "program", "verify", "doc"}));
-  if (!j.contains("format") || j["format"] != "bo-doctor-model")
+  if (!j.contains("format"))
+    return bad("/format", "missing; expected \"format\": \"bo-doctor-model\"");
+  if (j["format"] != "bo-doctor-model")
     return bad("/format", "expected \"bo-doctor-model\"; is this a bo-doctor model.json?");
   if (!j.contains("version")) return bad("/version", "missing format version; expected 1");
   if (!j["version"].is_number_integer() || j["version"].get<int64_t>() != kModelFormatVersion)
