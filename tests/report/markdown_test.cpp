@@ -1,0 +1,40 @@
+// The markdown reuse block (check --format markdown) against a golden file. Measured times are
+// masked; set BOD_UPDATE_GOLDEN=1 to rewrite the golden after an intended change.
+#include <gtest/gtest.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "cli/commands.h"
+
+namespace {
+std::string md(const std::string& rel) {
+  spdlog::set_level(spdlog::level::err);
+  bod::CommandOptions o;
+  o.model = std::string(BOD_FIXTURES_DIR) + "/" + rel + "/model.json";
+  o.format = "markdown";
+  auto r = bod::cmd_check(o);
+  std::string out = std::regex_replace(r.out, std::regex("[0-9]+\\.[0-9]+ ms"), "<t> ms");
+  return std::regex_replace(out, std::regex(BOD_FIXTURES_DIR), "<fixtures>");
+}
+
+void golden(const std::string& rel, const std::string& file) {
+  std::string path = std::string(BOD_FIXTURES_DIR) + "/../tests/data/" + file;
+  std::string got = md(rel);
+  if (std::getenv("BOD_UPDATE_GOLDEN")) std::ofstream(path) << got;
+  std::ifstream f(path);
+  ASSERT_TRUE(f) << path << " missing; run with BOD_UPDATE_GOLDEN=1";
+  std::stringstream want;
+  want << f.rdbuf();
+  EXPECT_EQ(got, want.str());
+}
+}  // namespace
+
+TEST(MarkdownReuseBlock, CleanModelMatchesGolden) { golden("models/llama-tiny", "llama-tiny.reuse.md"); }
+
+TEST(MarkdownReuseBlock, BrokenModelMatchesGolden) {
+  golden("bugs/key_missing_layer", "key_missing_layer.reuse.md");
+}
