@@ -16,20 +16,23 @@ const char* severity_name(Severity s) {
 
 void FindingSink::add(Finding f) {
   if (f.last_call == 0) f.last_call = f.call;
-  for (auto& g : items_) {
-    if (g.check == f.check && g.kernel == f.kernel && g.bo_key == f.bo_key && g.slot == f.slot) {
-      // A diverging occurrence supersedes latent ones (its call and evidence are what bite).
-      bool supersede = g.latent && !f.latent;
-      if (f.call != 0 && f.call == g.last_call && !supersede) return;  // same call twice
-      int occ = g.occurrences + 1, last = std::max(g.last_call, f.call);
-      bool downgrade = f.latent && !g.latent;
-      bool earlier = f.call != 0 && (g.call == 0 || f.call < g.call);
-      if (supersede || (earlier && !downgrade)) g = std::move(f);
-      g.occurrences = occ;
-      g.last_call = last;
-      return;
-    }
+  for (size_t i = 0; i < items_.size(); ++i) {
+    Finding& g = items_[i];
+    if (g.check != f.check || g.kernel != f.kernel || g.bo_key != f.bo_key || g.slot != f.slot)
+      continue;
+    // A diverging occurrence supersedes latent ones (its call and evidence are what bite);
+    // otherwise the earliest occurrence is kept.
+    bool supersede = g.latent && !f.latent;
+    bool downgrade = f.latent && !g.latent;
+    bool earlier = f.call != 0 && (g.call == 0 || f.call < g.call);
+    calls_[i].insert(f.call);
+    int last = std::max(g.last_call, f.call);
+    if (supersede || (earlier && !downgrade)) g = std::move(f);
+    g.occurrences = static_cast<int>(calls_[i].size());
+    g.last_call = last;
+    return;
   }
+  calls_.push_back({f.call});
   items_.push_back(std::move(f));
 }
 

@@ -1,6 +1,7 @@
 // A finding: one diagnosed reuse problem (or opportunity), as data. Checks produce them,
 // renderers print them; nothing throws for a finding.
 #pragma once
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,7 +27,7 @@ struct Finding {
   std::vector<std::pair<std::string, std::string>> evidence;  // ordered facts
   std::string fix;                 // one sentence
   std::string path;                // JSON pointer of the call step in model.json
-  int occurrences = 1;             // calls with the same (check, kernel, bo_key, slot)
+  int occurrences = 1;             // distinct calls with the same (check, kernel, bo_key, slot)
   int last_call = 0;
 };
 
@@ -41,6 +42,7 @@ class FindingSink {
 
  private:
   std::vector<Finding> items_;
+  std::vector<std::set<int>> calls_;  // per item: the calls it was seen on
 };
 
 }  // namespace bod

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "checks/checks.h"
 #include "core/hash.h"
 #include "engine/engine.h"
 #include "kernels/host_actions.h"
@@ -420,6 +421,20 @@ class Runner {
       v.topk_agree = std::find(tk.begin(), tk.end(), tokens_reuse_[i].token) != tk.end();
       v.pass = false;
       break;
+    }
+    // The gate must not pass a run whose end result diverged: when no error finding explains
+    // it (only sub-threshold per-call warnings), the failed verification is one.
+    if (!v.pass && !sink_.has_error()) {
+      Finding f;
+      f.check = output_divergence_info().id;
+      f.severity = Severity::error;
+      f.message = "end-to-end verification failed although no single call crossed the error "
+                  "threshold: small per-call differences added up";
+      f.evidence = {{"first token divergence", std::to_string(v.first_token_divergence)}};
+      for (auto& o : v.outputs)
+        f.evidence.push_back({o.var + " cosine", std::to_string(o.cosine)});
+      f.fix = output_divergence_info().fix;
+      sink_.add(std::move(f));
     }
   }
 
