@@ -24,7 +24,8 @@ Proc run(const std::string& args, bool xrt) {
   std::string env = xrt ? std::string("XILINX_XRT='") + BOD_XRT_NOOP_DIR +
                               "' XCL_EMULATION_MODE=noop "
                         : "";
-  std::string cmd = env + "'" + BOD_BINARY + "' " + args + " 2>/dev/null";
+  // `timeout`: a hang (XRT's exit handler once did) fails the test instead of the CI run.
+  std::string cmd = env + "timeout 120 '" + BOD_BINARY + "' " + args + " 2>/dev/null";
   Proc r;
   FILE* p = ::popen(cmd.c_str(), "r");
   if (!p) return r;
