@@ -290,7 +290,8 @@ class Expander {
     }
     size_t dev = 0;
     for (auto& [k, b] : pools) dev += b;
-    plan_.estimated_bytes = host + 2 * dev + 4 * shadow;
+    // + the CPU device's spare buffers kept between shadow calls (at most 1 GiB).
+    plan_.estimated_bytes = host + 2 * dev + 4 * shadow + std::min(2 * shadow, size_t(1) << 30);
     if (plan_.estimated_bytes > opt_.max_bytes)
       return Error{"/program", "the plan needs about " + gib(plan_.estimated_bytes) +
                                    " of buffers, over the memory cap of " + gib(opt_.max_bytes) +

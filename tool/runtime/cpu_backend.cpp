@@ -2,6 +2,7 @@
 // Only sync_to_device / sync_from_device move bytes between them, and kernels run on device
 // memory, so a skipped write or sync leaves stale device bytes exactly as on an NPU.
 #include <cstring>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -16,7 +17,7 @@ class CpuBackend final : public Backend {
   std::string name() const override { return "cpu"; }
 
   BoHandle alloc(const BoDesc& d) override {
-    Bo b{Buf(d.bytes, !d.overwritten), Buf(d.bytes, !d.overwritten), true};
+    Bo b{take(d.bytes, !d.overwritten), take(d.bytes, !d.overwritten), true};
     if (!free_.empty()) {
       bos_[free_.back()] = std::move(b);
       BoHandle h = free_.back();
@@ -49,6 +50,13 @@ class CpuBackend final : public Backend {
 
   void release(BoHandle bo) override {
     auto& b = at(bo);
+    // Keep the memory for the next BO of that size (the shadow engine allocates the same
+    // sizes every call): no allocator round trip, no fresh page faults.
+    if (spare_bytes_ + 2 * b.host.size() <= kSpareCap) {
+      spare_bytes_ += 2 * b.host.size();
+      spare_.emplace(b.host.size(), std::move(b.host));
+      spare_.emplace(b.dev.size(), std::move(b.dev));
+    }
     b = Bo{};
     free_.push_back(bo);
   }
@@ -71,6 +79,18 @@ class CpuBackend final : public Backend {
     Buf host, dev;
     bool live = false;
   };
+  static constexpr size_t kSpareCap = size_t(1) << 30;  // bytes kept for reuse at most
+  Buf take(size_t n, bool zero) {
+    auto it = spare_.find(n);
+    if (it == spare_.end()) return Buf(n, zero);
+    Buf b = std::move(it->second);
+    spare_.erase(it);
+    spare_bytes_ -= n;
+    if (zero) std::memset(b.data(), 0, n);
+    return b;
+  }
+  std::multimap<size_t, Buf> spare_;
+  size_t spare_bytes_ = 0;
   std::vector<BoHandle> free_;
   Bo& at(BoHandle h) { return bos_.at(h); }
   const Bo& at(BoHandle h) const { return bos_.at(h); }
