@@ -53,17 +53,32 @@ Error at_model(const CommandOptions& o, Error e) {
   return e;
 }
 
+// The report to stdout, or atomically to --output.
+CommandResult emit(const CommandOptions& o, std::string text, Exit code) {
+  if (o.output.empty()) return {code, std::move(text), ""};
+  auto st = write_atomic(o.output, text);
+  if (!st) return fail(st.error());
+  return {code, "", ""};
+}
+
 CommandResult finish(const CommandOptions& o, Report& r) {
   std::string text = o.format == "json"       ? render_json(r)
                      : o.format == "markdown" ? render_markdown(r)
                                               : render_text(r);
-  CommandResult res{r.has_error() ? Exit::findings : Exit::ok, text, ""};
-  if (!o.output.empty()) {
-    auto st = write_atomic(o.output, text);
-    if (!st) return fail(st.error());
-    res.out.clear();
+  return emit(o, std::move(text), r.has_error() ? Exit::findings : Exit::ok);
+}
+
+// Runs the plan on the backend the options name; a backend failure is the command's error.
+Status execute(const CommandOptions& o, const Model& m, const Plan& p, const HostData& data,
+               const RunOptions& ro, std::vector<std::unique_ptr<Check>>& checks,
+               FindingSink& sink, RunResult& run) {
+  try {
+    auto backend = open_backend(o, m);
+    run = run_shadow(p, data, *backend, checks, sink, ro);
+  } catch (const FatalError& e) {
+    return at_model(o, e.error);
   }
-  return res;
+  return ok_status();
 }
 
 Status check_format(const std::string& f) {
@@ -99,14 +114,10 @@ CommandResult cmd_check(const CommandOptions& o) {
   for (auto& f : sink.sorted()) config_broken = config_broken || f.check == "config-error";
   RunResult run;
   if (!config_broken) {
-    try {
-      auto backend = open_backend(o, m);
-      RunOptions ro;
-      ro.probe = o.probe;
-      run = run_shadow(p.value(), data.value(), *backend, checks, sink, ro);
-    } catch (const FatalError& e) {
-      return fail(at_model(o, e.error));
-    }
+    RunOptions ro;
+    ro.probe = o.probe;
+    auto st = execute(o, m, p.value(), data.value(), ro, checks, sink, run);
+    if (!st) return fail(st.error());
   } else {
     spdlog::warn("config-error findings: the plan is not executed");
   }
@@ -126,23 +137,14 @@ CommandResult cmd_classify(const CommandOptions& o) {
   FindingSink sink;
   auto checks = make_all_checks();
   RunResult run;
-  try {
-    auto backend = open_backend(o, m);
-    RunOptions ro;
-    ro.probe_all = true;
-    run = run_shadow(p.value(), data.value(), *backend, checks, sink, ro);
-  } catch (const FatalError& e) {
-    return fail(at_model(o, e.error));
-  }
+  RunOptions ro;
+  ro.probe_all = true;
+  auto st = execute(o, m, p.value(), data.value(), ro, checks, sink, run);
+  if (!st) return fail(st.error());
   auto sites = classify(p.value(), run);
-  std::string text = o.format == "json" ? render_classify_json(o.model, sites)
-                                        : render_classify_text(o.model, sites);
-  if (!o.output.empty()) {
-    auto st = write_atomic(o.output, text);
-    if (!st) return fail(st.error());
-    text.clear();
-  }
-  return {Exit::ok, text, ""};
+  return emit(o, o.format == "json" ? render_classify_json(o.model, sites)
+                                    : render_classify_text(o.model, sites),
+              Exit::ok);
 }
 
 CommandResult cmd_list_checks(const std::string& format) {

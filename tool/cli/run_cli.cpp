@@ -21,6 +21,7 @@ CommandResult run_cli(int argc, char** argv) {
   CLI::App app{"bo-doctor: finds buffer-object reuse bugs in NPU inference engines"};
   app.set_version_flag("--version", std::string("bo-doctor ") + BOD_VERSION);
   app.require_subcommand(1);
+  app.fallthrough();  // -v / -q also after the subcommand
   int verbose = 0;
   bool quiet = false;
   app.add_flag("-v,--verbose", verbose, "more logging on stderr (-vv for debug)");
