@@ -239,5 +239,50 @@ TEST_F(Cli, SameModelTwiceGivesIdenticalJson) {
   EXPECT_EQ(a.out, b.out);
 }
 
+
+TEST_F(Cli, TimingsOnlyWhenAsked) {
+  Proc plain = run("check " + llama() + " --format json");
+  Proc timed = run("check " + llama() + " --format json --timings");
+  ASSERT_EQ(plain.code, 0);
+  ASSERT_EQ(timed.code, 0);
+  EXPECT_EQ(plain.out.find("\"seconds\""), std::string::npos);
+  EXPECT_NE(timed.out.find("\"seconds\""), std::string::npos);
+  EXPECT_NE(timed.out.find("\"wall_seconds\""), std::string::npos);
+}
+
+TEST_F(Cli, MemoryCapRefusesBeforeRunning) {
+  Proc r = run("check " + llama() + " --max-memory 0.0001");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("memory cap"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--max-memory"), std::string::npos) << r.err;
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_EQ(run("check " + llama() + " --max-memory -3").code, 2);
+}
+
+TEST_F(Cli, VerbosityFlagsAfterTheSubcommand) {
+  Proc v = run("check " + llama() + " -v");
+  EXPECT_EQ(v.code, 0);
+  EXPECT_NE(v.err.find("info"), std::string::npos) << v.err;
+  Proc q = run("-q check " + llama());
+  EXPECT_EQ(q.code, 0);
+  EXPECT_TRUE(q.err.empty()) << q.err;
+}
+
+TEST_F(Cli, ProbeAndMarkdownAndClassify) {
+  std::string latent =
+      quote(std::string(BOD_FIXTURES_DIR) + "/bugs/latent_stale_equals_fresh/model.json");
+  EXPECT_EQ(run("check " + latent).code, 0);  // not diverging today
+  Proc p = run("check --probe " + latent);
+  EXPECT_EQ(p.code, 1);
+  EXPECT_NE(p.out.find("error[intermediate-read] (latent)"), std::string::npos) << p.out;
+  Proc md = run("check " + llama() + " --format markdown");
+  EXPECT_EQ(md.code, 0);
+  EXPECT_EQ(md.out.rfind("## Buffer-object reuse\n", 0), 0u) << md.out;
+  Proc c = run("classify " + llama());
+  EXPECT_EQ(c.code, 0);
+  EXPECT_NE(c.out.find("0 disagreement(s)"), std::string::npos) << c.out;
+  EXPECT_EQ(run("classify " + llama() + " --format markdown").code, 2);
+}
+
 }  // namespace
 }  // namespace bod
