@@ -2,6 +2,8 @@
 // Only sync_to_device / sync_from_device move bytes between them, and kernels run on device
 // memory, so a skipped write or sync leaves stale device bytes exactly as on an NPU.
 #include <cstring>
+#include <algorithm>
+#include <list>
 #include <map>
 #include <memory>
 #include <vector>
@@ -52,10 +54,18 @@ class CpuBackend final : public Backend {
     auto& b = at(bo);
     // Keep the memory for the next BO of that size (the shadow engine allocates the same
     // sizes every call): no allocator round trip, no fresh page faults.
-    if (spare_bytes_ + 2 * b.host.size() <= kSpareCap) {
-      spare_bytes_ += 2 * b.host.size();
-      spare_.emplace(b.host.size(), std::move(b.host));
-      spare_.emplace(b.dev.size(), std::move(b.dev));
+    size_t need = 2 * b.host.size();
+    if (need <= kSpareCap) {
+      // Evict the oldest spares (sizes no call has asked for since) to make room.
+      while (spare_bytes_ + need > kSpareCap && !order_.empty()) {
+        auto it = order_.front();
+        order_.pop_front();
+        spare_bytes_ -= it->first;
+        spare_.erase(it);
+      }
+      spare_bytes_ += need;
+      order_.push_back(spare_.emplace(b.host.size(), std::move(b.host)));
+      order_.push_back(spare_.emplace(b.dev.size(), std::move(b.dev)));
     }
     b = Bo{};
     free_.push_back(bo);
@@ -80,16 +90,20 @@ class CpuBackend final : public Backend {
     bool live = false;
   };
   static constexpr size_t kSpareCap = size_t(1) << 30;  // bytes kept for reuse at most
+  // Spares serve only BOs that will be overwritten whole (the shadow engine's): long-lived,
+  // zero-filled BOs (the reuse engine's sets) get fresh memory, so each engine pays for its own.
   Buf take(size_t n, bool zero) {
+    if (zero) return Buf(n, true);
     auto it = spare_.find(n);
     if (it == spare_.end()) return Buf(n, zero);
     Buf b = std::move(it->second);
+    order_.erase(std::find(order_.begin(), order_.end(), it));
     spare_.erase(it);
     spare_bytes_ -= n;
-    if (zero) std::memset(b.data(), 0, n);
     return b;
   }
   std::multimap<size_t, Buf> spare_;
+  std::list<std::multimap<size_t, Buf>::iterator> order_;  // spares, oldest first
   size_t spare_bytes_ = 0;
   std::vector<BoHandle> free_;
   Bo& at(BoHandle h) { return bos_.at(h); }
