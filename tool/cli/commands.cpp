@@ -68,13 +68,15 @@ CommandResult finish(const CommandOptions& o, Report& r) {
   return emit(o, std::move(text), r.has_error() ? Exit::findings : Exit::ok);
 }
 
-// Runs the plan on the backend the options name; a backend failure is the command's error.
-Status execute(const CommandOptions& o, const Model& m, const Plan& p, const HostData& data,
-               const RunOptions& ro, std::vector<std::unique_ptr<Check>>& checks,
-               FindingSink& sink, RunResult& run) {
+// Loads the host data and runs the plan on the backend the options name; a weight-file or
+// backend failure is the command's error.
+Status execute(const CommandOptions& o, const Model& m, const Plan& p, const RunOptions& ro,
+               std::vector<std::unique_ptr<Check>>& checks, FindingSink& sink, RunResult& run) {
+  auto data = HostData::load(m);
+  if (!data) return data.error();
   try {
     auto backend = open_backend(o, m);
-    run = run_shadow(p, data, *backend, checks, sink, ro);
+    run = run_shadow(p, data.value(), *backend, checks, sink, ro);
   } catch (const FatalError& e) {
     return at_model(o, e.error);
   }
@@ -105,8 +107,6 @@ CommandResult cmd_check(const CommandOptions& o) {
   Model m;
   auto p = load_plan(o, m);
   if (!p) return fail(at_model(o, p.error()));
-  auto data = HostData::load(m);
-  if (!data) return fail(data.error());
   FindingSink sink;
   auto checks = make_all_checks();
   for (auto& c : checks) c->lint(p.value(), sink);
@@ -116,7 +116,7 @@ CommandResult cmd_check(const CommandOptions& o) {
   if (!config_broken) {
     RunOptions ro;
     ro.probe = o.probe;
-    auto st = execute(o, m, p.value(), data.value(), ro, checks, sink, run);
+    auto st = execute(o, m, p.value(), ro, checks, sink, run);
     if (!st) return fail(st.error());
   } else {
     spdlog::warn("config-error findings: the plan is not executed");
@@ -132,14 +132,12 @@ CommandResult cmd_classify(const CommandOptions& o) {
   Model m;
   auto p = load_plan(o, m);
   if (!p) return fail(at_model(o, p.error()));
-  auto data = HostData::load(m);
-  if (!data) return fail(data.error());
   FindingSink sink;
   auto checks = make_all_checks();
   RunResult run;
   RunOptions ro;
   ro.probe_all = true;
-  auto st = execute(o, m, p.value(), data.value(), ro, checks, sink, run);
+  auto st = execute(o, m, p.value(), ro, checks, sink, run);
   if (!st) return fail(st.error());
   auto sites = classify(p.value(), run);
   return emit(o, o.format == "json" ? render_classify_json(o.model, sites)
