@@ -33,5 +33,8 @@ std::map<std::string, int> key_first_calls(const Plan& p);
 std::string hash_pair(uint64_t a, uint64_t b);
 // True when the reuse engine skipped a slot whose device bytes then differed from the shadow's.
 bool stale_before(const SlotRecord& s);
+// True when every slot whose bytes differed before dispatch is an intermediate: only then can a
+// difference after dispatch be blamed on an intermediate slot.
+bool only_intermediates_stale(const CallRecord& r);
 
 }  // namespace bod

@@ -20,18 +20,13 @@ class IntermediateRead final : public Check {
   const CheckInfo& info() const override { return kInfo; }
   void on_call(const CallRecord& r, FindingSink& sink) override {
     if (r.failed) return;  // the reuse engine never ran it: size-mismatch says why
-    // Diverging outputs are blamed on skipped intermediates only when nothing else (a stale
-    // static, alias or size-mismatched slot) differed before dispatch.
-    bool only_intermediates_stale = true;
-    for (auto& s : r.slots)
-      if (s.reuse_pre != s.shadow_pre && s.role != SlotRole::intermediate)
-        only_intermediates_stale = false;
+    bool others_fine = only_intermediates_stale(r);
     for (auto& s : r.slots) {
       if (s.role != SlotRole::intermediate) continue;
       bool stale = stale_before(s);
       // Stale bytes went in and different values came out; blamed on this slot when nothing
       // else was stale and the kernel's body reads the slot before writing it.
-      bool blame = stale && only_intermediates_stale && s.kernel_reads_first;
+      bool blame = stale && others_fine && s.kernel_reads_first;
       bool wrote_differently =
           blame && s.reuse_post != s.shadow_post && s.stale_diff_bytes < s.diff_bytes;
       bool silent_read = blame && s.reuse_post == s.shadow_post && r.diverged();

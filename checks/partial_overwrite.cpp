@@ -19,15 +19,12 @@ class PartialOverwrite final : public Check {
   const CheckInfo& info() const override { return kInfo; }
   void on_call(const CallRecord& r, FindingSink& sink) override {
     if (r.failed) return;  // the reuse engine never ran it: size-mismatch says why
-    bool only_intermediates_stale = true;
-    for (auto& s : r.slots)
-      if (s.reuse_pre != s.shadow_pre && s.role != SlotRole::intermediate)
-        only_intermediates_stale = false;
+    bool others_fine = only_intermediates_stale(r);
     for (auto& s : r.slots) {
       if (s.role != SlotRole::intermediate) continue;
       // Blamed only when the body does not overwrite the whole slot and nothing but
       // intermediates was stale (else identical rewritten bytes could look untouched).
-      bool real = stale_before(s) && only_intermediates_stale && !s.kernel_overwrites &&
+      bool real = stale_before(s) && others_fine && !s.kernel_overwrites &&
                   s.reuse_post != s.shadow_post && s.diff_bytes > 0 &&
                   s.stale_diff_bytes == s.diff_bytes;
       if (!real) {

@@ -46,4 +46,10 @@ std::string hash_pair(uint64_t a, uint64_t b) { return hash_hex(a) + " vs " + ha
 
 bool stale_before(const SlotRecord& s) { return !s.written && s.reuse_pre != s.shadow_pre; }
 
+bool only_intermediates_stale(const CallRecord& r) {
+  for (auto& s : r.slots)
+    if (s.reuse_pre != s.shadow_pre && s.role != SlotRole::intermediate) return false;
+  return true;
+}
+
 }  // namespace bod

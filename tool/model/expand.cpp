@@ -3,6 +3,7 @@
 
 #include "model/plan.h"
 
+#include "kernels/body.h"
 #include "kernels/host_actions.h"
 
 namespace bod {
@@ -239,27 +240,13 @@ class Expander {
     std::set<std::pair<const KernelDecl*, std::vector<Shape>>> seen;
     for (auto& c : plan_.calls) {
       if (!seen.insert({c.kernel, c.slot_shapes}).second) continue;
-      for (auto& op : c.kernel->body) {
-        OpCall oc;
-        oc.info = op.info;
-        for (auto& [role, slot] : op.operands) {
-          int s = c.kernel->slot_index(slot);
-          oc.operands[role] = TensorRef{nullptr, c.kernel->slots[static_cast<size_t>(s)].dtype,
-                                        c.slot_shapes[static_cast<size_t>(s)]};
-        }
-        for (auto& p : op.info->params) {
-          auto it = op.params.find(p.name);
-          double v = p.default_value;
-          if (it != op.params.end()) {
-            auto r = it->second.eval(c.env);
-            if (!r) return Error{op.path + "/" + p.name, r.error().what};
-            v = r.value();
-          }
-          oc.params[p.name] = v;
-        }
-        std::string msg = check_op_shapes(oc);
+      auto body = bind_body(*c.kernel, c.env, c.slot_shapes);
+      if (!body) return body.error();
+      for (size_t k = 0; k < body->ops.size(); ++k) {
+        std::string msg = check_op_shapes(body->ops[k].call);
         if (!msg.empty())
-          return Error{op.path, msg + " (slot shapes of call " + std::to_string(c.number) + ")"};
+          return Error{c.kernel->body[k].path,
+                       msg + " (slot shapes of call " + std::to_string(c.number) + ")"};
       }
     }
     return ok_status();
