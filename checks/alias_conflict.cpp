@@ -11,57 +11,57 @@ const CheckInfo kInfo{
     "static slot",
     "corrupted activations, or every layer reading the first layer's weights",
     "lint: shared_alias on a static slot, or two slots of one call on one pool; run: an "
-    "aliased slot that was not written held other bytes than the shadow's",
+    "aliased slot that was not written held other bytes than the no-reuse engine's",
     "alias only a producer's output with its consumer's input, never a static slot, and give "
-    "buffers that are live together their own pools"};
+    "buffers that are live together their own pools",
+    kNeedRun | kNeedNoReuse, 0, true};
 
-class AliasConflict final : public Check {
- public:
-  const CheckInfo& info() const override { return kInfo; }
-
-  void lint(const Plan& p, FindingSink& sink) override {
-    auto first = key_first_calls(p);
-    for (auto& c : p.calls) {
-      std::map<std::string, int> used;
-      for (auto& [slot, pool] : c.alias) {
-        if (c.is_static(slot)) {
-          Finding f = make_finding(kInfo, c, slot, first[c.bo_key]);
-          f.message = "static slot " + f.slot_name + " is aliased to pool '" + pool +
-                      "'; every key would read whatever the pool holds";
-          sink.add(std::move(f));
-        }
-        auto [it, fresh] = used.emplace(pool, slot);
-        if (!fresh) {
-          Finding f = make_finding(kInfo, c, slot, first[c.bo_key]);
-          f.message = "slots " + std::to_string(it->second) + " and " + std::to_string(slot) +
-                      " of one call share alias pool '" + pool + "'";
-          sink.add(std::move(f));
-        }
+// From the declarations alone.
+void declared(const Trace& t, FindingSink& sink) {
+  for (auto& c : t.calls) {
+    std::map<std::string, int> used;
+    for (auto& [slot, pool] : c.alias) {
+      if (c.is_static(slot)) {
+        Finding f = make_finding(kInfo, c, slot, c.key_first_call);
+        f.message = "static slot " + f.slot_name + " is aliased to pool '" + pool +
+                    "'; every key would read whatever the pool holds";
+        sink.add(std::move(f));
+      }
+      auto [it, fresh] = used.emplace(pool, slot);
+      if (!fresh) {
+        Finding f = make_finding(kInfo, c, slot, c.key_first_call);
+        f.message = "slots " + std::to_string(it->second) + " and " + std::to_string(slot) +
+                    " of one call share alias pool '" + pool + "'";
+        sink.add(std::move(f));
       }
     }
   }
-
-  void on_call(const CallRecord& r, FindingSink& sink) override {
-    if (r.failed) return;  // the reuse engine never ran it: size-mismatch says why
-    for (auto& s : r.slots) {
-      bool aliased = s.bo_id.rfind("alias:", 0) == 0;
-      bool stale = aliased && stale_before(s);
-      if (!stale && !s.shared_with_other_slot) continue;
-      Finding f = make_finding(kInfo, *r.call, s.slot, r.key_first_call);
-      f.message = s.shared_with_other_slot
-                      ? "slot " + s.name + " shares its BO with another slot of the same call"
-                      : "aliased slot " + s.name + " (" + s.bo_id.substr(6) +
-                            ") was not written and holds '" + s.resident + "' from call " +
-                            std::to_string(s.resident_call) + ", not what the shadow run had";
-      f.evidence = {{"device bytes reuse vs shadow", hash_pair(s.reuse_pre, s.shadow_pre)}};
-      sink.add(std::move(f));
-    }
-  }
-};
+}
 
 }  // namespace
 
-std::unique_ptr<Check> make_alias_conflict() { return std::make_unique<AliasConflict>(); }
+void run_alias_conflict(const Trace& t, FindingSink& sink) {
+  declared(t, sink);
+  if (lacks(t, kInfo)) return;
+  auto resident = residents(t);
+  for (auto& c : t.calls) {
+    if (c.failed) continue;  // the reuse engine never ran it: size-mismatch says why
+    for (auto& s : c.slots) {
+      bool stale = s.place.pool == BoPool::alias && stale_before(s);
+      bool shared = shares_bo(c, s.slot);
+      if (!stale && !shared) continue;
+      const Resident& r = resident[static_cast<size_t>(c.number - 1)][static_cast<size_t>(s.slot)];
+      Finding f = make_finding(kInfo, c, s.slot, c.key_first_call);
+      f.message = shared ? "slot " + s.name + " shares its BO with another slot of the same call"
+                         : "aliased slot " + s.name + " (" + s.place.name +
+                               ") was not written and holds '" + r.binding + "' from call " +
+                               std::to_string(r.call) + ", not what the shadow run had";
+      f.evidence = {{"device bytes reuse vs shadow", hash_pair(s.reuse_pre, s.noreuse_pre)}};
+      sink.add(std::move(f));
+    }
+  }
+}
+
 const CheckInfo& alias_conflict_info() { return kInfo; }
 
 }  // namespace bod

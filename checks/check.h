@@ -1,18 +1,29 @@
-// A check: one kind of reuse bug (or opportunity) with a stable id. Checks are observers:
-// the lint pass shows them the plan, the shadow runner shows them each CallRecord and view
-// read, and at the end the whole run; they turn what they see into findings.
+// A check: one kind of reuse bug (or opportunity) with a stable id, as a function of a Trace.
+// Checks read the trace and nothing else (no plan, no engine), so bo-doctor's own replay and a
+// trace recorded from a real engine are judged by the same code. What a check needs from the
+// trace is declared here and documented per check in docs/checks.md.
 #pragma once
-#include <memory>
 #include <string>
 #include <vector>
 
-#include "model/plan.h"
-#include "report/finding.h"
-#include "runner/call_record.h"
+#include "checks/finding.h"
+#include "trace/trace.h"
 
 namespace bod {
 
-// The text of a check, shared by list-checks, explain, docs and findings.
+// Trace capabilities a check's rule needs (bit set).
+enum Need : unsigned {
+  kNeedRun = 1,        // the reuse engine's writes and BO hashes
+  kNeedNoReuse = 2,    // the no-reuse engine's hashes and output metrics
+  kNeedByteDiffs = 4,  // byte counts where the engines' BOs differ after dispatch
+  kNeedAccess = 8,     // the kernel's access to each slot (reference body analysis)
+  kNeedProbe = 16,     // canary probes (latent findings)
+  kNeedVerify = 32,    // the end-to-end comparison
+};
+unsigned trace_has(const Capabilities& c);  // the Need bits a trace's capabilities cover
+std::string need_names(unsigned needs);    // "run, no_reuse"
+
+// The text and requirements of a check, shared by list-checks, explain, docs and findings.
 struct CheckInfo {
   const char* id;
   Severity severity;
@@ -20,21 +31,14 @@ struct CheckInfo {
   const char* symptom;    // what the user sees
   const char* detection;  // how bo-doctor detects it
   const char* fix;        // how to fix it
+  unsigned needs;         // for its rule to run at all (beyond call identities)
+  unsigned optional;      // for extra findings (e.g. latent ones from probes)
+  bool identity_part;     // part of the rule runs on call identities alone (lint)
 };
 
-class Check {
- public:
-  virtual ~Check() = default;
-  virtual const CheckInfo& info() const = 0;
-  // Static analysis of the expanded plan (no execution): lint and the start of check.
-  virtual void lint(const Plan&, FindingSink&) {}
-  virtual void on_call(const CallRecord&, FindingSink&) {}
-  virtual void on_view(const ViewEvent&, FindingSink&) {}
-  // After the last call: checks that need every call of a key (notes on missed reuse).
-  virtual void finish(const std::vector<CallRecord>&, FindingSink&) {}
-};
+using CheckFn = void (*)(const Trace&, FindingSink&);
 
 // A finding pre-filled from a call: where, kernel, key, slot, severity and fix of `info`.
-Finding make_finding(const CheckInfo& info, const PlanCall& c, int slot, int key_first_call);
+Finding make_finding(const CheckInfo& info, const TraceCall& c, int slot, int key_first_call);
 
 }  // namespace bod

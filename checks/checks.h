@@ -1,16 +1,13 @@
-// Factories and texts of every built-in check (one file each), for the registry, plus small
-// helpers several checks share.
+// The built-in checks (one file each) for the registry, plus small helpers several share.
 #pragma once
-#include <map>
-#include <memory>
 #include <string>
 
 #include "checks/check.h"
 
 namespace bod {
 
-#define BOD_DECLARE_CHECK(name)           \
-  std::unique_ptr<Check> make_##name();   \
+#define BOD_DECLARE_CHECK(name)                      \
+  void run_##name(const Trace& t, FindingSink& sink); \
   const CheckInfo& name##_info();
 BOD_DECLARE_CHECK(stale_static)
 BOD_DECLARE_CHECK(key_collision)
@@ -27,14 +24,18 @@ BOD_DECLARE_CHECK(missed_intermediate)
 BOD_DECLARE_CHECK(config_error)
 #undef BOD_DECLARE_CHECK
 
-// bo_key -> number of its first call.
-std::map<std::string, int> key_first_calls(const Plan& p);
 // "a1b2...  vs  c3d4..." evidence value.
 std::string hash_pair(uint64_t a, uint64_t b);
-// True when the reuse engine skipped a slot whose device bytes then differed from the shadow's.
-bool stale_before(const SlotRecord& s);
+// True when the reuse engine skipped a slot whose device bytes then differed from the
+// no-reuse engine's.
+bool stale_before(const TraceSlot& s);
 // True when every slot whose bytes differed before dispatch is an intermediate: only then can a
 // difference after dispatch be blamed on an intermediate slot.
-bool only_intermediates_stale(const CallRecord& r);
+bool only_intermediates_stale(const TraceCall& c);
+// Why the reuse engine's BO for slot `s` of `c` does not fit this call ("" when it does): its
+// size differs from this call's array, or the key's first call set up fewer slots.
+std::string size_note(const Trace& t, const TraceCall& c, const TraceSlot& s);
+// The check's rule needs data the trace lacks.
+bool lacks(const Trace& t, const CheckInfo& info);
 
 }  // namespace bod

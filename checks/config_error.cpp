@@ -14,57 +14,64 @@ const CheckInfo kInfo{
     "lint reads every call's static_input_indices, intermediate_indices and output_indices "
     "against the kernel's slot list",
     "make every index name a real slot once; a slot is static, intermediate or a plain input, "
-    "never two of them; outputs are never static"};
+    "never two of them; outputs are never static",
+    0, 0, true};
 
-class ConfigError final : public Check {
- public:
-  const CheckInfo& info() const override { return kInfo; }
-  void lint(const Plan& p, FindingSink& sink) override {
-    for (auto& c : p.calls) {
-      int n = static_cast<int>(c.kernel->slots.size());
-      auto list = [&](const std::vector<SlotRef>& refs, const char* what) {
-        std::set<int> seen;
-        for (auto& r : refs) {
-          if (r.index < 0 || r.index >= n) {
-            emit(sink, c, -1, r.path,
-                 std::string(what) + " index " + std::to_string(r.index) + " is out of range; " +
-                     c.kernel->name + " has slots 0.." + std::to_string(n - 1));
-          } else if (!seen.insert(r.index).second) {
-            emit(sink, c, r.index, r.path, std::string(what) + " lists slot " +
-                                                std::to_string(r.index) + " twice");
-          }
-        }
-      };
-      list(c.statics, "static_input_indices");
-      list(c.inters, "intermediate_indices");
-      list(c.outputs, "output_indices");
-      for (auto& [slot, pool] : c.alias)
-        if (slot < 0 || slot >= n)
-          emit(sink, c, -1, c.where.path + "/shared_alias",
-               "shared_alias slot " + std::to_string(slot) + " is out of range; " +
-                   c.kernel->name + " has slots 0.." + std::to_string(n - 1));
-      for (auto& s : c.statics) {
-        if (c.is_inter(s.index))
-          emit(sink, c, s.index, s.path, "slot is both static and intermediate");
-        if (c.is_output(s.index))
-          emit(sink, c, s.index, s.path, "output slot is declared static");
-      }
+void emit(FindingSink& sink, const TraceCall& c, int slot, const std::string& path,
+          const std::string& msg) {
+  Finding f = make_finding(kInfo, c, slot, 0);
+  f.path = path;
+  f.message = msg;
+  sink.add(std::move(f));
+}
+
+// The JSON pointer of entry `i` of a call's index list (model.json calls); a recorded call's
+// source location otherwise.
+std::string entry_path(const TraceCall& c, const char* list, size_t i) {
+  if (c.path.empty() || c.path[0] != '/') return c.path;
+  return c.path + "/" + list + "/" + std::to_string(i);
+}
+
+void check_list(FindingSink& sink, const TraceCall& c, const std::vector<int>& refs,
+                const char* list) {
+  int n = static_cast<int>(c.slots.size());
+  std::set<int> seen;
+  for (size_t i = 0; i < refs.size(); ++i) {
+    int r = refs[i];
+    if (r < 0 || r >= n) {
+      emit(sink, c, -1, entry_path(c, list, i),
+           std::string(list) + " index " + std::to_string(r) + " is out of range; " + c.kernel +
+               " has slots 0.." + std::to_string(n - 1));
+    } else if (!seen.insert(r).second) {
+      emit(sink, c, r, entry_path(c, list, i),
+           std::string(list) + " lists slot " + std::to_string(r) + " twice");
     }
   }
-
- private:
-  static void emit(FindingSink& sink, const PlanCall& c, int slot, const std::string& path,
-                   const std::string& msg) {
-    Finding f = make_finding(kInfo, c, slot, 0);
-    f.path = path;
-    f.message = msg;
-    sink.add(std::move(f));
-  }
-};
+}
 
 }  // namespace
 
-std::unique_ptr<Check> make_config_error() { return std::make_unique<ConfigError>(); }
+void run_config_error(const Trace& t, FindingSink& sink) {
+  for (auto& c : t.calls) {
+    int n = static_cast<int>(c.slots.size());
+    check_list(sink, c, c.statics, "static_input_indices");
+    check_list(sink, c, c.inters, "intermediate_indices");
+    // A default output list (the last slot) is always valid.
+    check_list(sink, c, c.outputs, "output_indices");
+    for (auto& [slot, pool] : c.alias)
+      if (slot < 0 || slot >= n)
+        emit(sink, c, -1, c.path + "/shared_alias",
+             "shared_alias slot " + std::to_string(slot) + " is out of range; " + c.kernel +
+                 " has slots 0.." + std::to_string(n - 1));
+    for (size_t i = 0; i < c.statics.size(); ++i) {
+      int s = c.statics[i];
+      std::string path = entry_path(c, "static_input_indices", i);
+      if (c.is_inter(s)) emit(sink, c, s, path, "slot is both static and intermediate");
+      if (c.is_output(s)) emit(sink, c, s, path, "output slot is declared static");
+    }
+  }
+}
+
 const CheckInfo& config_error_info() { return kInfo; }
 
 }  // namespace bod

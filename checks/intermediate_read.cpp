@@ -11,55 +11,53 @@ const CheckInfo kInfo{
     "that accumulates into its output)",
     "NaN or garbage on the second call, or right only by luck",
     "the skipped slot held stale bytes before dispatch and the kernel then wrote different "
-    "values than in the shadow run (or the outputs diverged), i.e. it read them",
+    "values than in the no-reuse engine (or the outputs diverged), i.e. it read them",
     "drop the slot from intermediate_indices so the host writes it each call, or make the "
-    "kernel overwrite it before reading"};
+    "kernel overwrite it before reading",
+    kNeedRun | kNeedNoReuse | kNeedByteDiffs | kNeedAccess, kNeedProbe, false};
 
-class IntermediateRead final : public Check {
- public:
-  const CheckInfo& info() const override { return kInfo; }
-  void on_call(const CallRecord& r, FindingSink& sink) override {
-    if (r.failed) return;  // the reuse engine never ran it: size-mismatch says why
-    bool others_fine = only_intermediates_stale(r);
-    for (auto& s : r.slots) {
+void latent(const TraceCall& c, const TraceSlot& s, FindingSink& sink) {
+  Finding f = make_finding(kInfo, c, s.slot, c.key_first_call);
+  f.latent = true;
+  f.message = "intermediate slot " + s.name + " is read by the kernel: filling it with a "
+              "canary changed the outputs; today its stale bytes match, so nothing diverges yet";
+  f.evidence = {{"probe", "canary in slot changed the outputs"},
+                {"stale before dispatch", stale_before(s) ? "yes" : "no"}};
+  sink.add(std::move(f));
+}
+
+}  // namespace
+
+void run_intermediate_read(const Trace& t, FindingSink& sink) {
+  if (lacks(t, kInfo)) return;
+  for (auto& c : t.calls) {
+    if (c.failed) continue;  // the reuse engine never ran it: size-mismatch says why
+    bool others_fine = only_intermediates_stale(c);
+    for (auto& s : c.slots) {
       if (s.role != SlotRole::intermediate) continue;
       bool stale = stale_before(s);
       // Stale bytes went in and different values came out; blamed on this slot when nothing
       // else was stale and the kernel's body reads the slot before writing it.
-      bool blame = stale && others_fine && s.kernel_reads_first;
+      bool blame = stale && others_fine && s.access.reads_before_write;
       bool wrote_differently =
-          blame && s.reuse_post != s.shadow_post && s.stale_diff_bytes < s.diff_bytes;
-      bool silent_read = blame && s.reuse_post == s.shadow_post && r.diverged();
+          blame && s.reuse_post != s.noreuse_post && s.stale_diff_bytes < s.diff_bytes;
+      bool silent_read = blame && s.reuse_post == s.noreuse_post && c.diverged();
       if (!wrote_differently && !silent_read) {
-        if (s.probed && s.probe_read) latent(r, s, sink);
+        if (s.probe.probed && s.probe.read) latent(c, s, sink);
         continue;
       }
-      Finding f = make_finding(kInfo, *r.call, s.slot, r.key_first_call);
+      Finding f = make_finding(kInfo, c, s.slot, c.key_first_call);
       f.message = "intermediate slot " + s.name + " held stale bytes and the kernel read them: " +
                   (wrote_differently ? std::to_string(s.diff_bytes - s.stale_diff_bytes) +
                                            " bytes it wrote differ from the shadow run"
                                      : std::string("the outputs diverged"));
-      f.evidence = {{"device bytes before (reuse vs shadow)", hash_pair(s.reuse_pre, s.shadow_pre)},
-                    {"device bytes after (reuse vs shadow)", hash_pair(s.reuse_post, s.shadow_post)}};
+      f.evidence = {{"device bytes before (reuse vs shadow)", hash_pair(s.reuse_pre, s.noreuse_pre)},
+                    {"device bytes after (reuse vs shadow)", hash_pair(s.reuse_post, s.noreuse_post)}};
       sink.add(std::move(f));
     }
   }
+}
 
- private:
-  static void latent(const CallRecord& r, const SlotRecord& s, FindingSink& sink) {
-    Finding f = make_finding(kInfo, *r.call, s.slot, r.key_first_call);
-    f.latent = true;
-    f.message = "intermediate slot " + s.name + " is read by the kernel: filling it with a "
-                "canary changed the outputs; today its stale bytes match, so nothing diverges yet";
-    f.evidence = {{"probe", "canary in slot changed the outputs"},
-                  {"stale before dispatch", stale_before(s) ? "yes" : "no"}};
-    sink.add(std::move(f));
-  }
-};
-
-}  // namespace
-
-std::unique_ptr<Check> make_intermediate_read() { return std::make_unique<IntermediateRead>(); }
 const CheckInfo& intermediate_read_info() { return kInfo; }
 
 }  // namespace bod

@@ -12,44 +12,45 @@ const CheckInfo kInfo{
     "lint: the first call of a bo_key binds a placeholder, or a placeholder sits in a slot that "
     "is not static; run: the reuse engine wrote a placeholder into a BO",
     "preload every bo_key (one call with the real weights) before freeing host weights, or keep "
-    "the weights until the key's first call"};
+    "the weights until the key's first call",
+    kNeedRun, 0, true};
 
-class PlaceholderUpload final : public Check {
- public:
-  const CheckInfo& info() const override { return kInfo; }
-
-  void lint(const Plan& p, FindingSink& sink) override {
-    auto first = key_first_calls(p);
-    for (auto& c : p.calls)
-      for (size_t s = 0; s < c.args.size(); ++s) {
-        if (c.args[s].kind != Binding::Kind::placeholder) continue;
-        int si = static_cast<int>(s);
-        bool uploads = first[c.bo_key] == c.number || !c.is_static(si);
-        if (!uploads) continue;
-        Finding f = make_finding(kInfo, c, si, first[c.bo_key]);
-        f.message = "placeholder for '" + c.args[s].text + "' is uploaded into slot " +
-                    f.slot_name + (c.is_static(si) ? " on the first call of bo_key '" + c.bo_key + "'"
-                                                   : " (not static: written every call)");
-        sink.add(std::move(f));
-      }
-  }
-
-  void on_call(const CallRecord& r, FindingSink& sink) override {
-    if (r.failed) return;  // the reuse engine never ran it: size-mismatch says why
-    for (auto& s : r.slots) {
-      if (!s.placeholder || !s.written) continue;
-      Finding f = make_finding(kInfo, *r.call, s.slot, r.key_first_call);
-      f.message = "placeholder for '" + s.binding.text + "' was written into slot " + s.name +
-                  "; the kernel ran on placeholder data instead of the weights";
-      f.evidence = {{"device bytes reuse vs shadow", hash_pair(s.reuse_pre, s.shadow_pre)}};
+// From the declarations alone.
+void declared(const Trace& t, FindingSink& sink) {
+  for (auto& c : t.calls)
+    for (auto& s : c.slots) {
+      if (s.host.source != ArraySource::placeholder) continue;
+      bool uploads = c.first_of_key() || !c.is_static(s.slot);
+      if (!uploads) continue;
+      Finding f = make_finding(kInfo, c, s.slot, c.key_first_call);
+      f.message = "placeholder for '" + s.host.name + "' is uploaded into slot " + f.slot_name +
+                  (c.is_static(s.slot) ? " on the first call of bo_key '" + c.bo_key + "'"
+                                       : " (not static: written every call)");
       sink.add(std::move(f));
     }
-  }
-};
+}
 
 }  // namespace
 
-std::unique_ptr<Check> make_placeholder_upload() { return std::make_unique<PlaceholderUpload>(); }
+void run_placeholder_upload(const Trace& t, FindingSink& sink) {
+  declared(t, sink);
+  if (lacks(t, kInfo)) return;
+  for (auto& c : t.calls) {
+    if (c.failed) continue;  // the reuse engine never ran it: size-mismatch says why
+    for (auto& s : c.slots) {
+      if (s.host.source != ArraySource::placeholder || !s.written) continue;
+      Finding f = make_finding(kInfo, c, s.slot, c.key_first_call);
+      f.message = "placeholder for '" + s.host.name + "' was written into slot " + s.name +
+                  "; the kernel ran on placeholder data instead of the weights";
+      if (t.header.caps.no_reuse)
+        f.evidence = {{"device bytes reuse vs shadow", hash_pair(s.reuse_pre, s.noreuse_pre)}};
+      else
+        f.evidence = {{"bytes written", std::to_string(s.written_bytes)}};
+      sink.add(std::move(f));
+    }
+  }
+}
+
 const CheckInfo& placeholder_upload_info() { return kInfo; }
 
 }  // namespace bod

@@ -7,19 +7,19 @@ namespace bod {
 
 const std::vector<CheckEntry>& check_registry() {
   static const std::vector<CheckEntry> r = {
-      {&stale_static_info(), make_stale_static},
-      {&key_collision_info(), make_key_collision},
-      {&size_mismatch_info(), make_size_mismatch},
-      {&static_clobber_info(), make_static_clobber},
-      {&intermediate_read_info(), make_intermediate_read},
-      {&partial_overwrite_info(), make_partial_overwrite},
-      {&output_divergence_info(), make_output_divergence},
-      {&view_overwritten_info(), make_view_overwritten},
-      {&placeholder_upload_info(), make_placeholder_upload},
-      {&alias_conflict_info(), make_alias_conflict},
-      {&missed_static_info(), make_missed_static},
-      {&missed_intermediate_info(), make_missed_intermediate},
-      {&config_error_info(), make_config_error},
+      {&stale_static_info(), run_stale_static},
+      {&key_collision_info(), run_key_collision},
+      {&size_mismatch_info(), run_size_mismatch},
+      {&static_clobber_info(), run_static_clobber},
+      {&intermediate_read_info(), run_intermediate_read},
+      {&partial_overwrite_info(), run_partial_overwrite},
+      {&output_divergence_info(), run_output_divergence},
+      {&view_overwritten_info(), run_view_overwritten},
+      {&placeholder_upload_info(), run_placeholder_upload},
+      {&alias_conflict_info(), run_alias_conflict},
+      {&missed_static_info(), run_missed_static},
+      {&missed_intermediate_info(), run_missed_intermediate},
+      {&config_error_info(), run_config_error},
   };
   return r;
 }
@@ -30,26 +30,32 @@ const CheckEntry* find_check(const std::string& id) {
   return nullptr;
 }
 
-std::vector<std::unique_ptr<Check>> make_all_checks() {
-  std::vector<std::unique_ptr<Check>> v;
-  for (auto& e : check_registry()) v.push_back(e.make());
-  return v;
+std::vector<CoverageGap> coverage_gaps(const Trace& t) {
+  std::vector<CoverageGap> gaps;
+  unsigned has = trace_has(t.header.caps);
+  for (auto& e : check_registry()) {
+    unsigned missing = e.info->needs & ~has;
+    if (missing) gaps.push_back({e.info->id, e.info->identity_part, need_names(missing)});
+  }
+  return gaps;
 }
 
-std::map<std::string, int> key_first_calls(const Plan& p) {
-  std::map<std::string, int> m;
-  for (auto& c : p.calls) m.emplace(c.bo_key, c.number);
-  return m;
+void run_checks(const Trace& t, FindingSink& sink) {
+  for (auto& e : check_registry()) e.run(t, sink);
 }
 
 std::string hash_pair(uint64_t a, uint64_t b) { return hash_hex(a) + " vs " + hash_hex(b); }
 
-bool stale_before(const SlotRecord& s) { return !s.written && s.reuse_pre != s.shadow_pre; }
+bool stale_before(const TraceSlot& s) { return !s.written && s.reuse_pre != s.noreuse_pre; }
 
-bool only_intermediates_stale(const CallRecord& r) {
-  for (auto& s : r.slots)
-    if (s.reuse_pre != s.shadow_pre && s.role != SlotRole::intermediate) return false;
+bool only_intermediates_stale(const TraceCall& c) {
+  for (auto& s : c.slots)
+    if (s.reuse_pre != s.noreuse_pre && s.role != SlotRole::intermediate) return false;
   return true;
+}
+
+bool lacks(const Trace& t, const CheckInfo& info) {
+  return (info.needs & ~trace_has(t.header.caps)) != 0;
 }
 
 }  // namespace bod

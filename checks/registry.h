@@ -1,8 +1,7 @@
-// The one registry of checks: list-checks, explain, docs/checks.md's test and the runner all
-// read it, so ids and texts cannot drift.
+// The one registry of checks: list-checks, explain, docs/checks.md's test, lint, check and
+// analyze all read it, so ids, texts and requirements cannot drift.
 #pragma once
-#include <functional>
-#include <memory>
+#include <string>
 #include <vector>
 
 #include "checks/check.h"
@@ -11,11 +10,22 @@ namespace bod {
 
 struct CheckEntry {
   const CheckInfo* info;
-  std::function<std::unique_ptr<Check>()> make;
+  CheckFn run;
 };
 
 const std::vector<CheckEntry>& check_registry();
 const CheckEntry* find_check(const std::string& id);
-std::vector<std::unique_ptr<Check>> make_all_checks();
+
+// What a trace lacks for one check.
+struct CoverageGap {
+  std::string check;
+  bool partly = false;   // the identity part still ran
+  std::string missing;   // capability names
+};
+// The checks a trace cannot (fully) feed; empty when it carries everything they need.
+std::vector<CoverageGap> coverage_gaps(const Trace& t);
+
+// Runs every check on the trace, in registry order.
+void run_checks(const Trace& t, FindingSink& sink);
 
 }  // namespace bod

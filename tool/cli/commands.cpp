@@ -6,11 +6,13 @@
 #include <filesystem>
 #include <sstream>
 
+#include "analysis/classify.h"
 #include "checks/registry.h"
 #include "report/report.h"
-#include "runner/classify.h"
 #include "runner/host_data.h"
+#include "runner/runner.h"
 #include "runtime/xrt/xrt_backend.h"
+#include "trace/trace_io.h"
 
 namespace bod {
 
@@ -61,7 +63,7 @@ CommandResult emit(const CommandOptions& o, std::string text, Exit code) {
   return {code, "", ""};
 }
 
-CommandResult finish(const CommandOptions& o, Report& r) {
+CommandResult finish(const CommandOptions& o, const Report& r) {
   std::string text = o.format == "json"       ? render_json(r)
                      : o.format == "markdown" ? render_markdown(r)
                                               : render_text(r);
@@ -70,22 +72,33 @@ CommandResult finish(const CommandOptions& o, Report& r) {
 
 // Loads the host data and runs the plan on the backend the options name; a weight-file or
 // backend failure is the command's error.
-Status execute(const CommandOptions& o, const Model& m, const Plan& p, const RunOptions& ro,
-               std::vector<std::unique_ptr<Check>>& checks, FindingSink& sink, RunResult& run) {
+Result<Trace> execute(const CommandOptions& o, const Model& m, const Plan& p, const RunOptions& ro) {
   auto data = HostData::load(m);
   if (!data) return data.error();
   try {
     auto backend = open_backend(o, m);
-    run = run_shadow(p, data.value(), *backend, checks, sink, ro);
+    return run_plan(p, o.model, data.value(), *backend, ro);
   } catch (const FatalError& e) {
     return at_model(o, e.error);
   }
-  return ok_status();
 }
 
 Status check_format(const std::string& f) {
   if (f == "text" || f == "json" || f == "markdown") return ok_status();
   return Error{"--format", "unknown format '" + f + "'; expected text, json or markdown"};
+}
+
+bool has_config_error(const Trace& t) {
+  FindingSink sink;
+  find_check("config-error")->run(t, sink);
+  return !sink.sorted().empty();
+}
+
+Status save_trace(const CommandOptions& o, const Trace& t) {
+  if (o.save_trace.empty()) return ok_status();
+  std::ostringstream s;
+  write_trace(s, t);
+  return write_atomic(o.save_trace, s.str());
 }
 
 }  // namespace
@@ -96,10 +109,8 @@ CommandResult cmd_lint(const CommandOptions& o) {
   auto p = load_plan(o, m);
   if (!p) return fail(at_model(o, p.error()));
   if (auto st = HostData::validate_files(m); !st) return fail(st.error());
-  FindingSink sink;
-  for (auto& c : make_all_checks()) c->lint(p.value(), sink);
-  Report r{"lint", o.model, m.name, sink.sorted(), &p.value(), nullptr, false};
-  return finish(o, r);
+  Trace t = plan_trace(p.value(), o.model);
+  return finish(o, build_report("lint", t, false));
 }
 
 CommandResult cmd_check(const CommandOptions& o) {
@@ -107,23 +118,26 @@ CommandResult cmd_check(const CommandOptions& o) {
   Model m;
   auto p = load_plan(o, m);
   if (!p) return fail(at_model(o, p.error()));
-  FindingSink sink;
-  auto checks = make_all_checks();
-  for (auto& c : checks) c->lint(p.value(), sink);
-  bool config_broken = false;
-  for (auto& f : sink.sorted()) config_broken = config_broken || f.check == "config-error";
-  RunResult run;
-  if (!config_broken) {
+  Trace t = plan_trace(p.value(), o.model);
+  if (!has_config_error(t)) {
     RunOptions ro;
     ro.probe = o.probe;
-    auto st = execute(o, m, p.value(), ro, checks, sink, run);
-    if (!st) return fail(st.error());
+    ro.timings = o.timings || o.format == "markdown";  // the reuse block shows times
+    auto run = execute(o, m, p.value(), ro);
+    if (!run) return fail(run.error());
+    t = std::move(run.value());
   } else {
     spdlog::warn("config-error findings: the plan is not executed");
   }
-  Report r{"check", o.model, m.name, sink.sorted(), &p.value(), config_broken ? nullptr : &run,
-           o.timings};
-  return finish(o, r);
+  if (auto st = save_trace(o, t); !st) return fail(st.error());
+  return finish(o, build_report("check", t, o.timings || o.format == "markdown"));
+}
+
+CommandResult cmd_analyze(const CommandOptions& o) {
+  if (auto st = check_format(o.format); !st) return fail(st.error());
+  auto t = read_trace(o.model);
+  if (!t) return fail(t.error());
+  return finish(o, build_report("analyze", t.value(), true));
 }
 
 CommandResult cmd_classify(const CommandOptions& o) {
@@ -132,20 +146,19 @@ CommandResult cmd_classify(const CommandOptions& o) {
   Model m;
   auto p = load_plan(o, m);
   if (!p) return fail(at_model(o, p.error()));
-  FindingSink sink;
-  auto checks = make_all_checks();
-  RunResult run;
   RunOptions ro;
   ro.probe_all = true;
-  auto st = execute(o, m, p.value(), ro, checks, sink, run);
-  if (!st) return fail(st.error());
-  auto sites = classify(p.value(), run);
+  auto run = execute(o, m, p.value(), ro);
+  if (!run) return fail(run.error());
+  auto sites = classify(run.value());
   return emit(o, o.format == "json" ? render_classify_json(o.model, sites)
                                     : render_classify_text(o.model, sites),
               Exit::ok);
 }
 
 CommandResult cmd_list_checks(const std::string& format) {
+  if (format != "text" && format != "json")
+    return fail(Error{"--format", "unknown format '" + format + "'; expected text or json"});
   std::ostringstream s;
   if (format == "json") {
     nlohmann::ordered_json j = nlohmann::ordered_json::array();

@@ -8,7 +8,7 @@
 namespace bod {
 
 struct CommandOptions {
-  std::string model;
+  std::string model;  // model.json (analyze: the trace file)
   std::string format = "text";  // text | json | markdown
   std::string output;           // "" = stdout
   std::string backend = "cpu";
@@ -17,6 +17,7 @@ struct CommandOptions {
   double max_memory_gib = 16;
   bool timings = false;
   bool probe = false;  // check --probe: canary runs of intermediate slots
+  std::string save_trace;  // check --save-trace FILE
 };
 
 struct CommandResult {
@@ -28,6 +29,8 @@ struct CommandResult {
 CommandResult cmd_lint(const CommandOptions& o);
 CommandResult cmd_check(const CommandOptions& o);
 CommandResult cmd_classify(const CommandOptions& o);
+// `o.model` names the trace file.
+CommandResult cmd_analyze(const CommandOptions& o);
 CommandResult cmd_list_checks(const std::string& format);
 CommandResult cmd_explain(const std::string& id);
 

@@ -35,6 +35,14 @@ CommandResult run_cli(int argc, char** argv) {
   check->add_flag("--probe", o.probe,
                   "also run each call with canaries in intermediate slots (finds latent bugs)");
   check->add_flag("--timings", o.timings, "include measured times (reports then differ per run)");
+  check->add_option("--save-trace", o.save_trace,
+                    "also write the run's Trace (JSON Lines, docs/trace-format.md) to FILE");
+  auto* analyze = app.add_subcommand(
+      "analyze", "run the checks on a saved or recorded trace (docs/trace-format.md)");
+  analyze->add_option("TRACE", o.model, "trace file (JSON Lines), or - for stdin")->required();
+  analyze->add_option("--format", o.format, "report format: text, json or markdown");
+  analyze->add_option("-o,--output", o.output,
+                      "write the report to FILE (atomically) instead of stdout");
   auto* classify = app.add_subcommand(
       "classify", "infer each slot's role from behaviour and recommend reuse indices");
   add_report_flags(classify, o);
@@ -63,6 +71,7 @@ CommandResult run_cli(int argc, char** argv) {
                     : verbose == 1 ? spdlog::level::info
                                    : spdlog::level::warn);
   if (check->parsed()) return cmd_check(o);
+  if (analyze->parsed()) return cmd_analyze(o);
   if (lint->parsed()) return cmd_lint(o);
   if (classify->parsed()) return cmd_classify(o);
   if (list->parsed()) return cmd_list_checks(list_format);

@@ -1,13 +1,13 @@
-// The two engines the shadow runner drives on one backend. ReuseEngine implements the
-// reference engine's BO reuse exactly (DESIGN §2); ShadowEngine is the no-reuse baseline:
-// fresh BOs every call, every slot written.
+// The two engines the runner drives on one backend. ReuseEngine implements the optimized
+// engine's BO reuse (docs/model-format.md, "What the reuse engine does"); NoReuseEngine is the
+// reference: fresh BOs on every call, every slot written. Which BO a slot lands in comes from
+// the plan (PlanCall::place); the engines only allocate, write and dispatch.
 #pragma once
 #include <map>
 #include <string>
 #include <vector>
 
-#include "kernels/body.h"
-#include "model/plan.h"
+#include "plan/plan.h"
 #include "runtime/backend.h"
 
 namespace bod {
@@ -16,34 +16,30 @@ namespace bod {
 struct HostSlot {
   const uint8_t* data = nullptr;
   size_t bytes = 0;
-  bool placeholder = false;
-  std::string binding;  // text, e.g. "wq[2]"
 };
 
-// Where a slot's BO came from and what the engine did with it this call.
-struct Placement {
+// What the reuse engine did with one slot this call.
+struct SlotWrite {
   BoHandle bo = 0;
-  std::string bo_id;
-  size_t bo_bytes = 0;
-  bool written = false;
+  size_t bo_bytes = 0;        // the BO's size, fixed at its first use
+  bool written = false;       // host write + sync happened this call
   size_t written_bytes = 0;
-  std::string resident;    // binding last written into this BO before this call
-  int resident_call = 0;
-  uint64_t resident_hash = 0;  // hash of the host bytes of that write
-  bool size_mismatch = false;
-  std::string size_note;
-  bool shared = false;     // another slot of the same call got the same BO
+  uint64_t written_hash = 0;  // XXH3-64 of the bytes written
 };
 
 struct Prepared {
-  std::vector<Placement> slots;
-  bool first_of_key = false;
-  int key_first_call = 0;
-  bool failed = false;
-  std::string fail_reason;
+  std::vector<SlotWrite> slots;
+  bool failed = false;   // the engine raised instead of running the kernel
+  std::string error;     // what it raised
   size_t h2d_bytes = 0;
   int writes = 0;
-  const PlanCall* shape_call = nullptr;  // whose slot shapes the kernel runs with
+  const PlanCall* shape_call = nullptr;  // whose slot shapes (and body) the kernel runs with
+};
+
+// Who last changed a BO: the call, and whether by its host write or its kernel.
+struct LastChange {
+  int call = 0;
+  bool host_write = false;
 };
 
 class ReuseEngine {
@@ -53,32 +49,19 @@ class ReuseEngine {
   Prepared prepare(const PlanCall& c, const std::vector<HostSlot>& host);
   // Syncs an output BO from the device; returns the zero-copy view into its mapping.
   uint8_t* read_output(const Prepared& p, int slot);
-  // Who last changed a BO: "call 12 (o_ffn)"; used when a view turns out overwritten.
-  std::string last_change(BoHandle bo) const;
+  LastChange last_change(BoHandle bo) const;
   void note_dispatch(const PlanCall& c, const Prepared& p);
 
  private:
-  struct KeySet {
-    std::map<size_t, BoHandle> bos;  // slot -> BO (pooled slots are not in the set)
-    const PlanCall* first = nullptr;
-  };
-  struct BoState {
-    std::string resident;
-    int resident_call = 0;
-    uint64_t resident_hash = 0;
-    std::string last_change;
-  };
-  BoHandle pooled(std::map<std::string, BoHandle>& pools, const std::string& id, size_t bytes,
-                  const PlanCall& c, int slot);
   Backend& b_;
-  std::map<std::string, KeySet> keys_;
-  std::map<std::string, BoHandle> shared_, alias_;
-  std::map<BoHandle, BoState> state_;
+  std::map<std::string, const PlanCall*> keys_;  // bo_key -> its first call
+  std::map<decltype(Placement{}.identity()), BoHandle> bos_;
+  std::map<BoHandle, LastChange> changed_;
 };
 
-class ShadowEngine {
+class NoReuseEngine {
  public:
-  explicit ShadowEngine(Backend& b) : b_(b) {}
+  explicit NoReuseEngine(Backend& b) : b_(b) {}
   // Allocates fresh BOs for every slot and writes every slot from `host`.
   std::vector<BoHandle> prepare(const PlanCall& c, const std::vector<HostSlot>& host);
   void release(const std::vector<BoHandle>& bos);

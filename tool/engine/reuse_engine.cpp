@@ -1,6 +1,7 @@
-// The optimized engine's semantics (DESIGN §2): one BO set per bo_key, the first call writes
-// every slot, later calls skip static and intermediate slots, sizes fixed at first use,
-// shared_nonstatic pools keyed by (kernel, slot, bytes), shared_alias pools by name.
+// The optimized engine's semantics: one BO set per bo_key, the first call writes every slot,
+// later calls skip static and intermediate slots, sizes fixed at first use, shared_nonstatic
+// pools keyed by (kernel, slot, bytes), shared_alias pools by name. The placements come from
+// the plan.
 #include <cstring>
 
 #include "engine/engine.h"
@@ -9,84 +10,46 @@
 
 namespace bod {
 
-BoHandle ReuseEngine::pooled(std::map<std::string, BoHandle>& pools, const std::string& id,
-                             size_t bytes, const PlanCall& c, int slot) {
-  auto it = pools.find(id);
-  if (it != pools.end()) return it->second;
-  BoHandle h = b_.alloc(BoDesc{bytes, slot, c.kernel->name, id});
-  pools[id] = h;
-  return h;
-}
-
 Prepared ReuseEngine::prepare(const PlanCall& c, const std::vector<HostSlot>& host) {
   Prepared p;
   size_t n = c.kernel->slots.size();
-  auto [kit, fresh] = keys_.try_emplace(c.bo_key);
-  KeySet& ks = kit->second;
-  if (fresh) ks.first = &c;
-  p.first_of_key = fresh;
-  p.key_first_call = ks.first->number;
+  auto [kit, fresh] = keys_.try_emplace(c.bo_key, &c);
+  const PlanCall& first = *kit->second;
   p.shape_call = &c;
   p.slots.resize(n);
-  bool count_mismatch = !fresh && ks.first->kernel->slots.size() != n;
   for (size_t s = 0; s < n; ++s) {
     int si = static_cast<int>(s);
-    Placement& pl = p.slots[s];
+    SlotWrite& w = p.slots[s];
+    const Placement& place = c.place[s];
     size_t need = c.slot_bytes[s];
-    if (c.alias.count(si)) {
-      pl.bo_id = "alias:" + c.alias.at(si);
-      pl.bo = pooled(alias_, c.alias.at(si), need, c, si);
-    } else if (c.shared_nonstatic && !c.is_static(si)) {
-      pl.bo_id = "pool:" + c.kernel->name + "/" + std::to_string(s) + "/" + std::to_string(need);
-      pl.bo = pooled(shared_, pl.bo_id, need, c, si);
-    } else {
-      pl.bo_id = "key:" + c.bo_key + "/" + std::to_string(s);
-      if (!ks.bos.count(s)) ks.bos[s] = b_.alloc(BoDesc{need, si, c.kernel->name, pl.bo_id});
-      if (count_mismatch && s >= ks.first->kernel->slots.size()) {
-        pl.size_mismatch = true;
-        pl.size_note = "bo_key '" + c.bo_key + "' was created with " +
-                       std::to_string(ks.first->kernel->slots.size()) + " slots at call " +
-                       std::to_string(ks.first->number) + "; this call passes " +
-                       std::to_string(n) + ", so slot " + std::to_string(s) +
-                       " gets a BO the first call never set up";
-      }
-      pl.bo = ks.bos.at(s);
-    }
-    pl.bo_bytes = b_.size(pl.bo);
-    for (size_t o = 0; o < s; ++o)
-      if (p.slots[o].bo == pl.bo) pl.shared = p.slots[o].shared = true;
-    BoState& st = state_[pl.bo];
-    pl.resident = st.resident;
-    pl.resident_call = st.resident_call;
-    pl.resident_hash = st.resident_hash;
-    if (need != pl.bo_bytes) {
-      pl.size_mismatch = true;
-      pl.size_note = "slot " + c.kernel->slots[s].name + " is " + std::to_string(need) +
-                     " bytes but its BO (" + pl.bo_id + ") was sized " +
-                     std::to_string(pl.bo_bytes) + " bytes at first use";
-      if (need > pl.bo_bytes) {
-        if (!p.failed) p.fail_reason = pl.size_note + "; the call fails";
+    auto [bit, bnew] = bos_.try_emplace(place.identity());
+    if (bnew) bit->second = b_.alloc(BoDesc{need, si, c.kernel->name, place.label()});
+    w.bo = bit->second;
+    w.bo_bytes = b_.size(w.bo);
+    if (need != w.bo_bytes) {
+      if (need > w.bo_bytes) {
+        if (!p.failed)
+          p.error = "slot " + c.kernel->slots[s].name + " is " + std::to_string(need) +
+                    " bytes but its BO (" + place.label() + ") was sized " +
+                    std::to_string(w.bo_bytes) + " bytes at first use; the call fails";
         p.failed = true;
       } else {
-        p.shape_call = ks.first;  // the kernel was set up for the first call's sizes
+        p.shape_call = &first;  // the kernel was set up for the first call's sizes
       }
     }
     bool skip = !fresh && (c.is_static(si) || c.is_inter(si));
     if (skip || p.failed) continue;
-    size_t nbytes = std::min(host[s].bytes, pl.bo_bytes);
-    uint8_t* m = b_.map(pl.bo);
+    size_t nbytes = std::min(host[s].bytes, w.bo_bytes);
+    uint8_t* m = b_.map(w.bo);
     if (host[s].data) std::memmove(m, host[s].data, nbytes);
     else std::memset(m, 0, nbytes);
-    b_.sync_to_device(pl.bo, nbytes);
-    pl.written = true;
-    pl.written_bytes = nbytes;
+    b_.sync_to_device(w.bo, nbytes);
+    w.written = true;
+    w.written_bytes = nbytes;
+    w.written_hash = hash_bytes(m, nbytes);
     p.h2d_bytes += nbytes;
     p.writes++;
-    st.resident = host[s].binding;
-    st.resident_call = c.number;
-    st.resident_hash = hash_bytes(m, nbytes);
-    st.last_change = "the host write of call " + std::to_string(c.number) + " (" +
-                     c.kernel->name + ")";
+    changed_[w.bo] = LastChange{c.number, true};
   }
   // The kernel runs with the first call's shapes only where every BO can hold them.
   if (p.shape_call != &c) {
@@ -98,11 +61,8 @@ Prepared ReuseEngine::prepare(const PlanCall& c, const std::vector<HostSlot>& ho
 }
 
 void ReuseEngine::note_dispatch(const PlanCall& c, const Prepared& p) {
-  for (size_t s = 0; s < p.slots.size(); ++s) {
-    if (!c.is_output(static_cast<int>(s))) continue;
-    state_[p.slots[s].bo].last_change =
-        "call " + std::to_string(c.number) + " (" + c.kernel->name + ", " + c.where.str() + ")";
-  }
+  for (size_t s = 0; s < p.slots.size(); ++s)
+    if (c.is_output(static_cast<int>(s))) changed_[p.slots[s].bo] = LastChange{c.number, false};
 }
 
 uint8_t* ReuseEngine::read_output(const Prepared& p, int slot) {
@@ -111,16 +71,16 @@ uint8_t* ReuseEngine::read_output(const Prepared& p, int slot) {
   return b_.map(bo);
 }
 
-std::string ReuseEngine::last_change(BoHandle bo) const {
-  auto it = state_.find(bo);
-  return it == state_.end() ? "another call" : it->second.last_change;
+LastChange ReuseEngine::last_change(BoHandle bo) const {
+  auto it = changed_.find(bo);
+  return it == changed_.end() ? LastChange{} : it->second;
 }
 
-std::vector<BoHandle> ShadowEngine::prepare(const PlanCall& c, const std::vector<HostSlot>& host) {
+std::vector<BoHandle> NoReuseEngine::prepare(const PlanCall& c, const std::vector<HostSlot>& host) {
   std::vector<BoHandle> bos;
   for (size_t s = 0; s < c.slot_bytes.size(); ++s) {
     BoHandle h =
-        b_.alloc(BoDesc{c.slot_bytes[s], static_cast<int>(s), c.kernel->name, "shadow", true});
+        b_.alloc(BoDesc{c.slot_bytes[s], static_cast<int>(s), c.kernel->name, "no-reuse", true});
     uint8_t* m = b_.map(h);
     if (host[s].data) std::memcpy(m, host[s].data, c.slot_bytes[s]);
     else std::memset(m, 0, c.slot_bytes[s]);
@@ -132,7 +92,7 @@ std::vector<BoHandle> ShadowEngine::prepare(const PlanCall& c, const std::vector
   return bos;
 }
 
-void ShadowEngine::release(const std::vector<BoHandle>& bos) {
+void NoReuseEngine::release(const std::vector<BoHandle>& bos) {
   for (auto h : bos) b_.release(h);
 }
 

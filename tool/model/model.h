@@ -13,7 +13,7 @@
 #include "kernels/op_table.h"
 #include "model/expr.h"
 #include "model/init.h"
-#include "runtime/backend.h"
+#include "core/npu_binary.h"
 
 namespace bod {
 
@@ -141,10 +141,6 @@ struct Model {
   const TensorDecl* tensor(const std::string& n) const;
   const VarDecl* var(const std::string& n) const;
   int kernel_index(const std::string& n) const;
-};
-
-struct LoadOptions {
-  bool load_weights = true;  // false: validate files exist and have the right size only
 };
 
 // Reads and validates model.json. Errors carry the JSON pointer of the offending value.

@@ -61,14 +61,21 @@ std::string render_json(const Report& r) {
                   {"errors", counts[2]},
                   {"warnings", counts[1]},
                   {"notes", counts[0]},
-                  {"calls", r.plan ? r.plan->calls.size() : 0}};
+                  {"calls", r.trace ? r.trace->calls.size() : 0}};
   j["findings"] = findings;
-  if (r.run) {
-    const RunResult& run = *r.run;
-    j["backend"] = {{"name", run.backend}, {"host_emulated", run.host_emulated},
-                    {"npu_launched", run.npu_launched}};
+  if (!r.gaps.empty()) {
+    J gaps = J::array();
+    for (auto& g : r.gaps)
+      gaps.push_back({{"check", g.check}, {"ran", g.partly ? "partly" : "no"},
+                      {"missing", g.missing}});
+    j["not_run"] = gaps;
+  }
+  if (r.ran) {
+    const Trace& run = *r.trace;
+    j["backend"] = {{"name", run.header.backend}, {"host_emulated", run.header.host_emulated},
+                    {"npu_launched", run.header.npu_launched}};
     J keys = J::array();
-    for (auto& k : key_table(run))
+    for (auto& k : r.keys)
       keys.push_back({{"bo_key", k.bo_key}, {"kernel", k.kernel}, {"first_call", k.first_call},
                       {"calls", k.calls}, {"first_call_diverged", k.first_diverged > 0},
                       {"later_calls_diverged", k.later_diverged},
@@ -78,22 +85,22 @@ std::string render_json(const Report& r) {
                       {"later_nan_inf", k.later_nan}});
     j["keys"] = keys;
     j["figures"] = {{"reuse", engine_json(run.reuse, r.timings)},
-                    {"no_reuse", engine_json(run.shadow, r.timings)}};
-    const Verification& v = run.verify;
+                    {"no_reuse", engine_json(run.noreuse, r.timings)}};
+    const Verification& v = r.verify;
     J outs = J::array();
     for (auto& o : v.outputs)
       outs.push_back({{"var", o.var}, {"cosine", finite(o.cosine)}, {"min_cosine", o.min_cosine},
                       {"max_abs", finite(o.max_abs)}, {"max_rel", finite(o.max_rel)},
-                      {"nan_inf_reuse", o.nan_reuse}, {"nan_inf_baseline", o.nan_base},
+                      {"nan_inf_reuse", o.nan_reuse}, {"nan_inf_baseline", o.nan_noreuse},
                       {"pass", o.pass}});
     j["verification"] = {{"result", v.pass ? "PASS" : "FAIL"},
                          {"outputs", outs},
                          {"tokens_reuse", v.tokens_reuse},
-                         {"tokens_baseline", v.tokens_base},
+                         {"tokens_baseline", v.tokens_noreuse},
                          {"first_token_divergence", v.first_token_divergence},
                          {"top_k", v.top_k},
                          {"top_k_agree", v.topk_agree},
-                         {"baseline_extra_calls", v.baseline_extra_calls}};
+                         {"baseline_extra_calls", v.noreuse_extra_calls}};
     if (r.timings) j["wall_seconds"] = run.wall_s;
   }
   return j.dump(2) + "\n";

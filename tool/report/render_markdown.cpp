@@ -20,8 +20,8 @@ std::string ms(double s) {
 std::string mechanism(const Report& r, bool statics) {
   size_t sites = 0;
   std::set<std::string> paths;
-  for (auto& c : r.plan->calls)
-    if (!(statics ? c.statics : c.inters).empty() && paths.insert(c.where.path).second) ++sites;
+  for (auto& c : r.trace->calls)
+    if (!(statics ? c.statics : c.inters).empty() && paths.insert(c.path).second) ++sites;
   std::set<std::string> bad_checks = statics
       ? std::set<std::string>{"stale-static", "key-collision", "static-clobber", "placeholder-upload"}
       : std::set<std::string>{"intermediate-read", "partial-overwrite"};
@@ -50,24 +50,24 @@ std::string mechanism(const Report& r, bool statics) {
 std::string render_markdown(const Report& r) {
   std::ostringstream o;
   o << "## Buffer-object reuse\n";
-  if (!r.run) {
+  if (!r.ran) {
     o << "- not run: the plan has config errors\n";
   } else {
-    const RunResult& run = *r.run;
+    const Trace& run = *r.trace;
     double cosine = 1;
-    for (auto& v : run.verify.outputs) cosine = std::min(cosine, v.cosine);
+    for (auto& v : r.verify.outputs) cosine = std::min(cosine, v.cosine);
     char cs[32];
     std::snprintf(cs, sizeof cs, "%.6f", cosine);
     o << "- B1 weight BOs: " << mechanism(r, true) << "\n"
       << "- B2 intermediate BOs: " << mechanism(r, false) << "\n"
-      << "- Host/wall time before: " << ms(run.shadow.wall_s()) << " (no reuse: "
-      << run.shadow.h2d_bytes << " bytes host->device, " << run.shadow.writes << " BO writes)\n"
+      << "- Host/wall time before: " << ms(run.noreuse.wall_s()) << " (no reuse: "
+      << run.noreuse.h2d_bytes << " bytes host->device, " << run.noreuse.writes << " BO writes)\n"
       << "- Host/wall time after:  " << ms(run.reuse.wall_s()) << " (reuse: " << run.reuse.h2d_bytes
       << " bytes host->device, " << run.reuse.writes << " BO writes)\n"
       << "- Cosine vs baseline: " << cs
-      << "  | end-to-end verify: " << (run.verify.pass ? "PASS" : "FAIL") << "\n";
-    o << "\n_Measured by bo-doctor " << BOD_VERSION << " on the " << run.backend << " backend"
-      << (run.host_emulated ? " (host-emulated kernels)" : "") << ", " << r.plan->calls.size()
+      << "  | end-to-end verify: " << (r.verify.pass ? "PASS" : "FAIL") << "\n";
+    o << "\n_Measured by bo-doctor " << BOD_VERSION << " on the " << run.header.backend << " backend"
+      << (run.header.host_emulated ? " (host-emulated kernels)" : "") << ", " << run.calls.size()
       << " calls; times are one run of each engine in the same process._\n";
   }
   if (!r.findings.empty()) {

@@ -48,13 +48,19 @@ std::string render_text(const Report& r) {
     finding(o, r, f);
     counts[static_cast<int>(f.severity)]++;
   }
-  if (r.run) {
-    const RunResult& run = *r.run;
-    o << "\nbo_key first call vs later calls (backend " << run.backend
-      << (run.host_emulated ? ", host-emulated kernels" : ", NPU") << "):\n";
+  if (!r.gaps.empty()) {
+    o << "\nchecks this trace could not feed:\n";
+    for (auto& g : r.gaps)
+      o << "  " << g.check << ": " << (g.partly ? "only its declaration part ran" : "not run")
+        << "; needs " << g.missing << "\n";
+  }
+  if (r.ran) {
+    const Trace& run = *r.trace;
+    o << "\nbo_key first call vs later calls (backend " << run.header.backend
+      << (run.header.host_emulated ? ", host-emulated kernels" : ", NPU") << "):\n";
     o << "  bo_key                         first  calls  first-diverged  later-diverged  "
          "min-cos(first)  min-cos(later)  NaN(later)\n";
-    for (auto& k : key_table(run)) {
+    for (auto& k : r.keys) {
       char line[256];
       std::snprintf(line, sizeof line, "  %-30s %5d  %5d  %14d  %14d  %14.6f  %14.6f  %10lld\n",
                     k.bo_key.c_str(), k.first_call, k.calls, k.first_diverged, k.later_diverged,
@@ -66,27 +72,27 @@ std::string render_text(const Report& r) {
     };
     o << "\nengine figures            with reuse      without reuse\n";
     o << "  host->device bytes    " << fmt("%14.0f", double(run.reuse.h2d_bytes))
-      << fmt("     %14.0f\n", double(run.shadow.h2d_bytes));
+      << fmt("     %14.0f\n", double(run.noreuse.h2d_bytes));
     o << "  bytes per call        " << fmt("%14.0f", per(run.reuse))
-      << fmt("     %14.0f\n", per(run.shadow));
+      << fmt("     %14.0f\n", per(run.noreuse));
     o << "  BO writes             " << fmt("%14.0f", double(run.reuse.writes))
-      << fmt("     %14.0f\n", double(run.shadow.writes));
+      << fmt("     %14.0f\n", double(run.noreuse.writes));
     if (r.timings) {
       auto t = [&](const char* name, double a, double b) {
         o << "  " << name << fmt("%14.2f ms", a * 1e3) << fmt("  %14.2f ms\n", b * 1e3);
       };
-      t("write time          ", run.reuse.write_s, run.shadow.write_s);
-      t("dispatch time       ", run.reuse.dispatch_s, run.shadow.dispatch_s);
-      t("read time           ", run.reuse.read_s, run.shadow.read_s);
-      t("engine wall time    ", run.reuse.wall_s(), run.shadow.wall_s());
+      t("write time          ", run.reuse.write_s, run.noreuse.write_s);
+      t("dispatch time       ", run.reuse.dispatch_s, run.noreuse.dispatch_s);
+      t("read time           ", run.reuse.read_s, run.noreuse.read_s);
+      t("engine wall time    ", run.reuse.wall_s(), run.noreuse.wall_s());
     }
-    const Verification& v = run.verify;
+    const Verification& v = r.verify;
     o << "\nend-to-end verification (reuse vs no-reuse baseline): " << (v.pass ? "PASS" : "FAIL")
       << "\n";
     for (auto& oc : v.outputs)
       o << "  " << oc.var << ": cosine " << fmt("%.6f", oc.cosine) << " (min "
         << fmt("%.2f", oc.min_cosine) << "), max_abs " << fmt("%.4g", oc.max_abs) << ", max_rel "
-        << fmt("%.4g", oc.max_rel) << ", NaN/Inf " << oc.nan_reuse << " vs " << oc.nan_base
+        << fmt("%.4g", oc.max_rel) << ", NaN/Inf " << oc.nan_reuse << " vs " << oc.nan_noreuse
         << (oc.pass ? "" : "  FAIL") << "\n";
     o << "  greedy tokens: " << v.tokens_reuse.size() << " generated, ";
     if (v.first_token_divergence < 0) {
@@ -94,15 +100,15 @@ std::string render_text(const Report& r) {
     } else {
       o << "first divergence at token " << v.first_token_divergence << " (reuse "
         << v.tokens_reuse[static_cast<size_t>(v.first_token_divergence)] << " vs baseline "
-        << v.tokens_base[static_cast<size_t>(v.first_token_divergence)] << "), "
+        << v.tokens_noreuse[static_cast<size_t>(v.first_token_divergence)] << "), "
         << (v.topk_agree ? "within" : "NOT within") << " the baseline's top-" << v.top_k << "\n";
     }
-    if (v.baseline_extra_calls)
-      o << "  baseline ran " << v.baseline_extra_calls << " calls of its own after the dataflows split\n";
+    if (v.noreuse_extra_calls)
+      o << "  baseline ran " << v.noreuse_extra_calls << " calls of its own after the dataflows split\n";
   }
   o << "\n" << r.command << " " << r.model_path << ": " << counts[2] << " error(s), " << counts[1]
     << " warning(s), " << counts[0] << " note(s)";
-  if (r.plan) o << ", " << r.plan->calls.size() << " calls";
+  if (r.trace) o << ", " << r.trace->calls.size() << " calls";
   o << " -> " << (r.has_error() ? "FAIL" : "PASS") << "\n";
   return o.str();
 }

@@ -3,7 +3,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <map>
 
 #include <unistd.h>
 
@@ -12,35 +11,28 @@ namespace bod {
 bool Report::has_error() const {
   for (auto& f : findings)
     if (f.severity == Severity::error) return true;
-  return false;  // DESIGN §6: exit 1 and "fail" mean an error finding
+  return false;  // exit 1 and "fail" mean an error finding (README, exit codes)
 }
 
-std::vector<KeyRow> key_table(const RunResult& r) {
-  std::vector<KeyRow> rows;
-  std::map<std::string, size_t> at;
-  for (auto& rec : r.records) {
-    auto [it, fresh] = at.emplace(rec.call->bo_key, rows.size());
-    if (fresh) rows.push_back({rec.call->bo_key, rec.call->kernel->name, rec.call->number});
-    KeyRow& k = rows[it->second];
-    k.calls++;
-    double cmin = 1;
-    long long nan = 0;
-    for (auto& o : rec.outputs) {
-      cmin = std::min(cmin, o.cosine);
-      nan += o.nan_reuse + o.inf_reuse;
-    }
-    bool bad = rec.diverged() || rec.failed;
-    if (rec.first_of_key) {
-      k.first_diverged += bad;
-      k.first_min_cosine = std::min(k.first_min_cosine, cmin);
-    } else {
-      k.later_diverged += bad;
-      k.later_min_cosine = std::min(k.later_min_cosine, cmin);
-      k.later_nan += nan;
-      if (bad && !k.first_bad_later_call) k.first_bad_later_call = rec.call->number;
-    }
+Report build_report(const std::string& command, const Trace& t, bool timings) {
+  Report r;
+  r.command = command;
+  r.model_path = t.header.model_path;
+  r.model_name = t.header.model_name;
+  r.trace = &t;
+  r.timings = timings && t.timings;
+  r.ran = t.header.caps.run;
+  r.verified = t.header.caps.verify;
+  FindingSink sink;
+  run_checks(t, sink);
+  if (r.verified) {
+    r.verify = verify(t);
+    add_verification_finding(r.verify, sink);
   }
-  return rows;
+  if (r.ran) r.keys = key_table(t);
+  if (command != "lint") r.gaps = coverage_gaps(t);
+  r.findings = sink.sorted();
+  return r;
 }
 
 Status write_atomic(const std::string& path, const std::string& text) {

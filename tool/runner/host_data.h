@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "model/plan.h"
+#include "plan/plan.h"
 
 namespace bod {
 

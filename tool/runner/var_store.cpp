@@ -37,14 +37,8 @@ size_t VarStore::offset(const Var& v, const std::vector<int64_t>& index) const {
   return off;
 }
 
-bool VarStore::has_views() const {
-  for (auto& [n, v] : vars_)
-    if (!v.views.empty()) return true;
-  return false;
-}
-
-TensorRef VarStore::read(const BoundArray& b, const StaleViewFn& on_stale, bool* from_view) {
-  if (from_view) *from_view = false;
+TensorRef VarStore::read(const BoundArray& b, const StaleViewFn& on_stale, int* view_call) {
+  if (view_call) *view_call = 0;
   Var& v = var(b.name);
   Shape shape(v.decl->shape.begin() + static_cast<long>(b.index.size()), v.decl->shape.end());
   size_t bytes = region_bytes(v, b.index.size());
@@ -58,7 +52,7 @@ TensorRef VarStore::read(const BoundArray& b, const StaleViewFn& on_stale, bool*
   for (auto& [key, w] : v.views)
     if (is_prefix(key, b.index)) {
       check(key, w);
-      if (from_view) *from_view = true;
+      if (view_call) *view_call = w.call->number;
       return TensorRef{w.data + offset(v, b.index) - offset(v, key), v.decl->dtype, shape};
     }
   uint8_t* base = v.base.data() + offset(v, b.index);
@@ -71,7 +65,7 @@ TensorRef VarStore::read(const BoundArray& b, const StaleViewFn& on_stale, bool*
   for (auto& [key, w] : v.views) {
     if (!is_prefix(b.index, key)) continue;
     check(key, w);
-    if (from_view) *from_view = true;
+    if (view_call && !*view_call) *view_call = w.call->number;
     std::memcpy(out.data() + offset(v, key) - offset(v, b.index), w.data, w.bytes);
   }
   if (scratch_.size() > 64) scratch_.erase(scratch_.begin());

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "model/plan.h"
+#include "plan/plan.h"
 #include "runtime/backend.h"
 
 namespace bod {
@@ -29,12 +29,12 @@ class VarStore {
   // Called with every view a read touches whose bytes changed since it was returned.
   using StaleViewFn = std::function<void(const std::string& var, ViewRef& v)>;
   // The current contents of a var region (valid until the next call on this store).
-  // `from_view` (optional) is set when the bytes live in BO memory.
-  TensorRef read(const BoundArray& b, const StaleViewFn& on_stale, bool* from_view = nullptr);
+  // `view_call` (optional) is set to the call whose returned view the bytes come from (the
+  // first one, when several views make up the region), 0 when none does.
+  TensorRef read(const BoundArray& b, const StaleViewFn& on_stale, int* view_call = nullptr);
   // A writable region; views inside it are dropped, views around it are copied in first.
   TensorRef write(const BoundArray& b);
   void keep_view(const BoundArray& b, const ViewRef& v);
-  bool has_views() const;
 
  private:
   struct Var {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/npu_binary.h"
 #include "core/tensor.h"
 
 namespace bod {
@@ -22,14 +23,6 @@ struct BoDesc {
   std::string kernel;
   std::string label;  // for logs and errors: "rms_L0/slot 3 (wq)"
   bool overwritten = false;  // caller writes every byte before use: no need to zero-fill
-};
-
-// An NPU binary a kernel may declare in model.json (see docs/xrt.md).
-struct NpuBinary {
-  enum class Mode { none, xclbin, elf } mode = Mode::none;
-  std::string path;          // xclbin or ELF file (absolute after loading)
-  std::string kernel_name;   // kernel name inside the binary
-  std::string instructions;  // xclbin mode: instruction stream file (uint32 words)
 };
 
 // One kernel launch on a list of BOs (one per slot, in slot order).

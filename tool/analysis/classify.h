@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "runner/runner.h"
+#include "trace/trace.h"
 
 namespace bod {
 
@@ -31,7 +31,8 @@ struct SiteAdvice {
   size_t declared_saving = 0, recommended_saving = 0;  // host->device bytes per later call
 };
 
-std::vector<SiteAdvice> classify(const Plan& plan, const RunResult& run);
+// Needs a trace with no-reuse hashes and probes of every slot (check's classify mode).
+std::vector<SiteAdvice> classify(const Trace& t);
 std::string render_classify_text(const std::string& model, const std::vector<SiteAdvice>& sites);
 std::string render_classify_json(const std::string& model, const std::vector<SiteAdvice>& sites);
 

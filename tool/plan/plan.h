@@ -1,12 +1,16 @@
 // The program of a model expanded into a flat, ordered list of kernel calls and host steps,
-// with every loop variable, shape, binding and bo_key resolved. Checks, engines and the
-// runner all work on this; nothing downstream evaluates expressions again.
+// with every loop variable, shape, binding, bo_key, BO placement and bound kernel body
+// resolved. The engines and the runner work on this; nothing downstream evaluates
+// expressions, rebuilds a placement or binds a body again.
 #pragma once
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "core/placement.h"
 #include "model/model.h"
+#include "plan/body.h"
 
 namespace bod {
 
@@ -31,6 +35,13 @@ struct KeptOutput {
   bool view = true;
 };
 
+// A kernel's reference body bound to one set of slot shapes, with its access analysis; shared
+// by every call of the kernel with those shapes.
+struct BoundKernel {
+  Body body;
+  std::vector<SlotAccess> access;  // one per slot
+};
+
 struct PlanCall {
   int number = 0;  // 1-based, in execution order
   Where where;
@@ -45,6 +56,9 @@ struct PlanCall {
   bool shared_nonstatic = false;
   std::map<int, std::string> alias;  // slot -> pool name
   std::vector<KeptOutput> keep;
+  int key_first_call = 0;               // number of the first call of bo_key
+  std::vector<Placement> place;         // per slot: the BO it lands in (reuse engine)
+  std::shared_ptr<const BoundKernel> bound;  // the body at this call's slot shapes
   bool is_static(int s) const;
   bool is_inter(int s) const;
   bool is_output(int s) const;

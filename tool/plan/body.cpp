@@ -1,4 +1,4 @@
-#include "kernels/body.h"
+#include "plan/body.h"
 
 namespace bod {
 

@@ -1,9 +1,10 @@
 // Program expansion: loops unrolled, expressions evaluated, bindings and shapes checked.
+#include <map>
 #include <set>
+#include <tuple>
 
-#include "model/plan.h"
+#include "plan/plan.h"
 
-#include "kernels/body.h"
 #include "kernels/host_actions.h"
 
 namespace bod {
@@ -186,6 +187,7 @@ class Expander {
       if (!pool) return Error{d.path + "/shared_alias", pool.error().what};
       c.alias[slot] = pool.value();
     }
+    place(c);
     for (auto& o : d.keep) {
       std::string kp = d.path + "/keep/" + k.slots[static_cast<size_t>(o.slot)].name;
       if (!c.is_output(o.slot))
@@ -204,6 +206,31 @@ class Expander {
     plan_.order.push_back({true, plan_.calls.size()});
     plan_.calls.push_back(std::move(c));
     return ok_status();
+  }
+
+  // The BO each slot lands in, as the reuse engine will pick it (docs/ARCHITECTURE.md: the
+  // one place placements are computed).
+  void place(PlanCall& c) {
+    c.key_first_call = key_first_.emplace(c.bo_key, c.number).first->second;
+    for (size_t s = 0; s < c.slot_bytes.size(); ++s) {
+      int si = static_cast<int>(s);
+      Placement p;
+      p.bytes = c.slot_bytes[s];
+      if (c.alias.count(si)) {
+        p.pool = BoPool::alias;
+        p.name = c.alias.at(si);
+      } else if (c.shared_nonstatic && !c.is_static(si)) {
+        p.pool = BoPool::shared;
+        p.name = c.kernel->name;
+        p.index = si;
+      } else {
+        p.pool = BoPool::key;
+        p.name = c.bo_key;
+        p.index = si;
+      }
+      p.first_call = bo_first_.emplace(p.identity(), c.number).first->second;
+      c.place.push_back(std::move(p));
+    }
   }
 
   Status host(const HostDecl& d, const Env& env, const Where& w) {
@@ -235,19 +262,29 @@ class Expander {
     return ok_status();
   }
 
-  // Every body op's operand shapes, once per distinct set of slot shapes of a kernel.
+  // Binds every kernel body once per distinct (slot shapes, kernel params), checks its ops'
+  // operand shapes and analyses its slot access; every call shares the result.
   Status check_bodies() {
-    std::set<std::pair<const KernelDecl*, std::vector<Shape>>> seen;
+    using Key = std::tuple<const KernelDecl*, std::vector<Shape>, std::vector<int64_t>>;
+    std::map<Key, std::shared_ptr<const BoundKernel>> seen;
     for (auto& c : plan_.calls) {
-      if (!seen.insert({c.kernel, c.slot_shapes}).second) continue;
-      auto body = bind_body(*c.kernel, c.env, c.slot_shapes);
-      if (!body) return body.error();
-      for (size_t k = 0; k < body->ops.size(); ++k) {
-        std::string msg = check_op_shapes(body->ops[k].call);
-        if (!msg.empty())
-          return Error{c.kernel->body[k].path,
-                       msg + " (slot shapes of call " + std::to_string(c.number) + ")"};
+      std::vector<int64_t> params;
+      for (auto& p : c.kernel->params) params.push_back(c.env.at(p));
+      auto [it, fresh] = seen.try_emplace(Key{c.kernel, c.slot_shapes, params});
+      if (fresh) {
+        auto body = bind_body(*c.kernel, c.env, c.slot_shapes);
+        if (!body) return body.error();
+        for (size_t k = 0; k < body->ops.size(); ++k) {
+          std::string msg = check_op_shapes(body->ops[k].call);
+          if (!msg.empty())
+            return Error{c.kernel->body[k].path,
+                         msg + " (slot shapes of call " + std::to_string(c.number) + ")"};
+        }
+        auto access = analyze_access(body.value(), c.kernel->slots.size());
+        it->second = std::make_shared<const BoundKernel>(
+            BoundKernel{std::move(body.value()), std::move(access)});
       }
+      c.bound = it->second;
     }
     return ok_status();
   }
@@ -258,19 +295,13 @@ class Expander {
     size_t host = 0;
     for (auto& t : m_.tensors) host += static_cast<size_t>(numel(t.shape)) * dtype_size(t.dtype);
     for (auto& v : m_.vars) host += 2 * static_cast<size_t>(numel(v.shape)) * dtype_size(v.dtype);
-    std::map<std::string, size_t> keys, pools;
+    std::map<decltype(Placement{}.identity()), size_t> pools;
     size_t shadow = 0;
     for (auto& c : plan_.calls) {
       size_t per_call = 0;
       for (size_t s = 0; s < c.slot_bytes.size(); ++s) {
         per_call += c.slot_bytes[s];
-        int si = static_cast<int>(s);
-        std::string id = c.alias.count(si) ? "alias:" + c.alias.at(si)
-                         : c.shared_nonstatic && !c.is_static(si)
-                             ? "pool:" + c.kernel->name + "/" + std::to_string(s) + "/" +
-                                   std::to_string(c.slot_bytes[s])
-                             : "key:" + c.bo_key + "/" + std::to_string(s);
-        auto& slot = pools[id];
+        auto& slot = pools[c.place[s].identity()];
         slot = std::max(slot, c.slot_bytes[s]);
       }
       shadow = std::max(shadow, per_call);
@@ -300,6 +331,8 @@ class Expander {
   const Model& m_;
   ExpandOptions opt_;
   Plan plan_;
+  std::map<std::string, int> key_first_;                           // bo_key -> first call
+  std::map<decltype(Placement{}.identity()), int> bo_first_;       // BO -> first call
 };
 
 }  // namespace

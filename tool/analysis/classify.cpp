@@ -1,4 +1,4 @@
-#include "runner/classify.h"
+#include "analysis/classify.h"
 
 #include <map>
 #include <nlohmann/json.hpp>
@@ -54,44 +54,42 @@ void explain(SlotAdvice& a, bool rec_static, bool rec_inter) {
 
 }  // namespace
 
-std::vector<SiteAdvice> classify(const Plan& plan, const RunResult& run) {
+std::vector<SiteAdvice> classify(const Trace& t) {
   std::map<std::string, size_t> at;
   std::vector<SiteAdvice> sites;
   std::vector<std::vector<Acc>> accs;
-  for (auto& r : run.records) {
-    const PlanCall& c = *r.call;
-    auto [it, fresh] = at.emplace(c.where.path, sites.size());
+  std::vector<const TraceCall*> first;  // per site
+  for (auto& c : t.calls) {
+    auto [it, fresh] = at.emplace(c.path, sites.size());
     if (fresh) {
-      SiteAdvice s{c.kernel->name, c.where.path, c.bo_key_template, 0, 0, c.number, {}, {}, {}, {}, {}, 0, 0};
+      SiteAdvice s{c.kernel, c.path, c.bo_key_template, 0, 0, c.number, {}, {}, {}, {}, {}, 0, 0};
       sites.push_back(s);
-      accs.emplace_back(c.kernel->slots.size());
+      accs.emplace_back(c.slots.size());
+      first.push_back(&c);
     }
     SiteAdvice& site = sites[it->second];
     auto& acc = accs[it->second];
     site.calls++;
-    for (auto& s : r.slots) {
+    for (auto& s : c.slots) {
+      if (static_cast<size_t>(s.slot) >= acc.size()) continue;
       Acc& a = acc[static_cast<size_t>(s.slot)];
-      a.written = a.written || s.shadow_post != s.shadow_pre;
-      if (s.probed) {
+      a.written = a.written || s.noreuse_post != s.noreuse_pre;
+      if (s.probe.probed) {
         a.probed = true;
-        a.read = a.read || s.probe_read;
-        a.partial = a.partial || s.probe_unwritten_bytes > 0;
+        a.read = a.read || s.probe.read;
+        a.partial = a.partial || s.probe.unwritten_bytes > 0;
       }
-      a.tensor = a.tensor && (s.binding.kind == Binding::Kind::tensor ||
-                              s.binding.kind == Binding::Kind::placeholder);
-      auto [kit, kfresh] = a.per_key.emplace(c.bo_key, std::make_pair(s.host_hash, 0));
+      a.tensor = a.tensor && (s.host.source == ArraySource::tensor ||
+                              s.host.source == ArraySource::placeholder);
+      auto [kit, kfresh] = a.per_key.emplace(c.bo_key, std::make_pair(s.host.hash, 0));
       kit->second.second++;
-      if (!kfresh && kit->second.first != s.host_hash && !s.placeholder) a.constant = false;
+      if (!kfresh && kit->second.first != s.host.hash && s.host.source != ArraySource::placeholder)
+        a.constant = false;
     }
   }
   for (size_t i = 0; i < sites.size(); ++i) {
     SiteAdvice& site = sites[i];
-    const PlanCall* c = nullptr;
-    for (auto& pc : plan.calls)
-      if (pc.where.path == site.path) {
-        c = &pc;
-        break;
-      }
+    const TraceCall* c = first[i];
     site.keys = 0;
     bool repeated = false;
     for (auto& [k, v] : accs[i][0].per_key) {
@@ -103,8 +101,8 @@ std::vector<SiteAdvice> classify(const Plan& plan, const RunResult& run) {
       SlotAdvice sa;
       int si = static_cast<int>(s);
       sa.slot = si;
-      sa.name = c->kernel->slots[s].name;
-      sa.bytes = c->slot_bytes[s];
+      sa.name = c->slots[s].name;
+      sa.bytes = c->slots[s].host.bytes;
       sa.read = a.read;
       sa.written = a.written;
       sa.fully_overwritten = a.written && !a.read && !a.partial && a.probed;

@@ -1,0 +1,25 @@
+#include "core/placement.h"
+
+namespace bod {
+
+const char* bo_pool_name(BoPool p) {
+  switch (p) {
+    case BoPool::key: return "key";
+    case BoPool::shared: return "shared";
+    case BoPool::alias: return "alias";
+  }
+  return "?";
+}
+
+std::string Placement::label() const {
+  std::string pre = ns.empty() ? "" : ns + ":";
+  switch (pool) {
+    case BoPool::key: return pre + "key:" + name + "/" + std::to_string(index);
+    case BoPool::shared:
+      return pre + "pool:" + name + "/" + std::to_string(index) + "/" + std::to_string(bytes);
+    case BoPool::alias: return pre + "alias:" + name;
+  }
+  return "?";
+}
+
+}  // namespace bod

@@ -1,0 +1,36 @@
+// Where a slot's BO lives in the reuse engine. Computed once, when the plan is expanded (or
+// recorded from a real engine), and passed downstream as this type: the engine, the Trace and
+// the checks compare placements, they never rebuild or parse them from strings.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <tuple>
+
+namespace bod {
+
+// Which table of the engine owns the BO.
+enum class BoPool {
+  key,     // the bo_key's own BO set, one BO per slot index
+  shared,  // a shared_nonstatic pool, keyed by (kernel, slot index, bytes)
+  alias,   // a shared_alias pool, keyed by its name
+};
+const char* bo_pool_name(BoPool p);  // "key" | "shared" | "alias"
+
+struct Placement {
+  std::string ns;            // cache instance; "" when the engine has one
+  BoPool pool = BoPool::key;
+  std::string name;          // key: the bo_key; shared: the kernel; alias: the pool name
+  int index = -1;            // key and shared: slot index; alias: -1
+  size_t bytes = 0;          // bytes the call needs in this slot
+  int first_call = 0;        // number of the first call that used this BO
+
+  // Two placements name the same BO exactly when their identities are equal.
+  auto identity() const {
+    return std::make_tuple(ns, pool, name, index, pool == BoPool::shared ? bytes : size_t(0));
+  }
+  bool same_bo(const Placement& o) const { return identity() == o.identity(); }
+  // "key:rms_L0/3", "pool:attn/2/4096", "alias:x": for messages only.
+  std::string label() const;
+};
+
+}  // namespace bod

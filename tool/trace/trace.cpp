@@ -1,0 +1,86 @@
+#include "trace/trace.h"
+
+#include <algorithm>
+
+namespace bod {
+
+const char* slot_role_name(SlotRole r) {
+  switch (r) {
+    case SlotRole::input: return "input";
+    case SlotRole::static_input: return "static";
+    case SlotRole::intermediate: return "intermediate";
+  }
+  return "?";
+}
+
+const char* array_source_name(ArraySource s) {
+  switch (s) {
+    case ArraySource::tensor: return "tensor";
+    case ArraySource::var: return "var";
+    case ArraySource::view: return "view";
+    case ArraySource::zeros: return "zeros";
+    case ArraySource::placeholder: return "placeholder";
+  }
+  return "?";
+}
+
+namespace {
+bool has(const std::vector<int>& v, int s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+}  // namespace
+
+bool TraceCall::is_static(int s) const { return has(statics, s); }
+bool TraceCall::is_inter(int s) const { return has(inters, s); }
+bool TraceCall::is_output(int s) const { return has(outputs, s); }
+
+bool TraceCall::diverged() const {
+  for (auto& o : outputs_cmp)
+    if (!o.bit_exact) return true;
+  return false;
+}
+
+std::string TraceCall::where() const {
+  std::string s = phase;
+  if (token >= 0) s += " t=" + std::to_string(token);
+  if (layer >= 0) s += " l=" + std::to_string(layer);
+  return s;
+}
+
+const KernelInfo* Trace::kernel(const std::string& name) const {
+  for (auto& k : header.kernels)
+    if (k.name == name) return &k;
+  return nullptr;
+}
+
+const TraceCall* Trace::call(int number) const {
+  if (number < 1 || static_cast<size_t>(number) > calls.size()) return nullptr;
+  const TraceCall& c = calls[static_cast<size_t>(number - 1)];
+  return c.number == number ? &c : nullptr;
+}
+
+std::vector<std::vector<Resident>> residents(const Trace& t) {
+  std::map<decltype(Placement{}.identity()), Resident> bo;
+  std::vector<std::vector<Resident>> out;
+  out.reserve(t.calls.size());
+  for (auto& c : t.calls) {
+    std::vector<Resident> r(c.slots.size());
+    // In slot order, as the engine prepares them: a slot sharing a BO with an earlier slot of
+    // the same call sees that slot's write.
+    for (size_t s = 0; s < c.slots.size(); ++s) {
+      auto id = c.slots[s].place.identity();
+      auto it = bo.find(id);
+      if (it != bo.end()) r[s] = it->second;
+      if (c.slots[s].written) bo[id] = Resident{c.slots[s].host.name, c.number, c.slots[s].written_hash};
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+bool shares_bo(const TraceCall& c, int slot) {
+  const Placement& p = c.slots[static_cast<size_t>(slot)].place;
+  for (auto& s : c.slots)
+    if (s.slot != slot && s.place.same_bo(p)) return true;
+  return false;
+}
+
+}  // namespace bod

@@ -1,0 +1,218 @@
+// The run as plain data. A Trace is what bo-doctor's own replay of a model (the runner) and a
+// recorder inside a real engine both produce, and the only thing the checks, classify, the
+// per-key table and the end-to-end verdict read. It holds facts (sizes, hashes, what was
+// written, divergence metrics), never buffers, so a real-size run stays small; it is written
+// and read as JSON Lines (trace_io.h, docs/trace-format.md).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/placement.h"
+
+namespace bod {
+
+inline constexpr int kTraceVersion = 1;
+
+// What a trace carries beyond the calls' identities. Checks state which they need
+// (checks/check.h); `analyze` reports the checks a trace could not feed.
+struct Capabilities {
+  bool run = false;         // the reuse engine ran: placements, writes, BO hashes
+  bool no_reuse = false;    // each call also ran on the no-reuse engine: hashes, output metrics
+  bool byte_diffs = false;  // reuse vs no-reuse byte counts of slots that differ after dispatch
+  bool access = false;      // per slot: does the kernel read it before writing, overwrite it
+  bool probe = false;       // canary probes of (some) slots
+  bool verify = false;      // end-to-end comparison of the two dataflows
+};
+
+struct KernelSlotInfo {
+  std::string name;
+  DType dtype = DType::f32;
+};
+
+struct KernelInfo {
+  std::string name;
+  std::vector<KernelSlotInfo> slots;
+  std::string binary;  // NPU binary path ("" when none: a host-emulated reference body)
+};
+
+// Tolerances of one end-to-end output (model.json "verify").
+struct VerifySpec {
+  std::string var;
+  double min_cosine = 0.99, atol = -1, rtol = -1;  // < 0: not checked
+};
+
+struct TraceHeader {
+  int version = kTraceVersion;
+  std::string producer;    // "bo-doctor 0.1.0 check", "bo-doctor record", ...
+  std::string model_name;
+  std::string model_path;  // file the call paths point into (findings print it)
+  std::string backend;     // "cpu", "xrt", "npu"
+  bool host_emulated = true;
+  bool npu_launched = false;
+  Capabilities caps;
+  std::vector<KernelInfo> kernels;
+  std::vector<VerifySpec> verify;
+  int top_k = 5;
+};
+
+enum class SlotRole { input, static_input, intermediate };
+const char* slot_role_name(SlotRole r);  // "input" | "static" | "intermediate"
+
+// Where a call's host array came from.
+enum class ArraySource {
+  tensor,       // a model tensor (weights, LUTs): immutable
+  var,          // a host variable the program writes
+  view,         // a zero-copy view into the BO an earlier call returned
+  zeros,        // no binding: zero bytes
+  placeholder,  // a stand-in for freed host weights (the reuse engine gets zeros)
+};
+const char* array_source_name(ArraySource s);
+
+struct HostArray {
+  std::vector<int64_t> shape;
+  DType dtype = DType::f32;
+  size_t bytes = 0;
+  uint64_t hash = 0;  // XXH3-64 of the bytes the reuse engine was given
+  ArraySource source = ArraySource::zeros;
+  std::string name;   // binding as written: "wq[2]", "x", "zeros"
+  int view_of_call = 0;  // source == view: the call whose BO it points into
+};
+
+// The kernel's access to one slot (from the reference body's analysis).
+struct BodyAccess {
+  bool reads_before_write = false;  // some op reads it before it is fully written
+  bool overwritten = false;         // fully written before any read
+  bool written = false;             // written at all
+};
+
+struct ProbeResult {
+  bool probed = false;
+  bool read = false;             // a canary in this slot changed the outputs
+  size_t unwritten_bytes = 0;    // bytes that kept the canary through dispatch
+};
+
+struct TraceSlot {
+  int slot = -1;
+  std::string name;  // from the kernel table
+  SlotRole role = SlotRole::input;
+  bool output = false;
+  HostArray host;
+  Placement place;
+  BodyAccess access;  // meaningful with caps.access
+  // Reuse engine (caps.run)
+  size_t bo_bytes = 0;       // size of the BO (fixed at its first use)
+  bool written = false;      // host write + sync happened this call
+  size_t written_bytes = 0;
+  uint64_t written_hash = 0; // XXH3-64 of the bytes written
+  uint64_t reuse_pre = 0, reuse_post = 0;  // BO bytes before / after dispatch
+  // No-reuse engine (caps.no_reuse): fresh BOs, every slot written
+  uint64_t noreuse_pre = 0, noreuse_post = 0;
+  // caps.byte_diffs: bytes that differ after dispatch, and how many of them still hold the
+  // reuse BO's pre-dispatch bytes (never written by the kernel). 0 when the hashes agree.
+  size_t diff_bytes = 0, stale_diff_bytes = 0;
+  ProbeResult probe;  // caps.probe
+};
+
+// One output slot compared between the engines (caps.no_reuse).
+struct OutputMetrics {
+  int slot = -1;
+  bool bit_exact = true;
+  double cosine = 1, max_abs = 0, max_rel = 0;
+  long long nan_reuse = 0, inf_reuse = 0, nan_noreuse = 0, inf_noreuse = 0;
+  long long elements = 0;
+};
+
+struct TraceCall {
+  // Identity (always present)
+  int number = 0;   // 1-based, in execution order
+  std::string ns;   // cache instance
+  std::string kernel;
+  std::string bo_key, bo_key_template;
+  std::vector<int> statics, inters, outputs;  // as the call declared them
+  bool shared_nonstatic = false;
+  std::map<int, std::string> alias;  // slot -> alias pool name
+  std::string phase;                 // labels
+  long long token = -1, layer = -1;
+  std::string path;                  // source location (JSON pointer, or file:line)
+  int key_first_call = 0;            // first call of this bo_key in this namespace
+  std::vector<TraceSlot> slots;
+  // Run (caps.run)
+  bool failed = false;       // the reuse engine raised instead of running the kernel
+  std::string error;         // what it raised
+  size_t h2d_reuse = 0, h2d_noreuse = 0;
+  int writes_reuse = 0, writes_noreuse = 0;
+  std::vector<OutputMetrics> outputs_cmp;  // caps.no_reuse
+
+  bool first_of_key() const { return key_first_call == number; }
+  bool is_static(int s) const;
+  bool is_inter(int s) const;
+  bool is_output(int s) const;
+  bool diverged() const;  // an output differs between the engines
+  std::string where() const;  // "decode t=3 l=1"
+};
+
+// A read of a zero-copy output view whose BO had been overwritten since it was returned.
+struct ViewRead {
+  std::string var;          // the var read, e.g. "caps[2]"
+  std::string reader;       // "call 17 (attn)", "host step ...", "the end-to-end verification"
+  int read_call = 0;        // 0 when not a kernel call
+  int captured_call = 0;    // the call that returned the view
+  int slot = -1;            // its output slot
+  int overwritten_by = 0;   // the call that last changed the BO
+  bool overwritten_by_host_write = false;  // by that call's host write, not its kernel
+};
+
+// One generated token (a host argmax), per engine, with the top-k of its logits row.
+struct TokenStep {
+  int32_t token = 0;
+  std::vector<int32_t> topk;
+};
+
+// End-to-end comparison of one output var between the two dataflows (caps.verify).
+struct VerifyOutput {
+  std::string var;
+  double cosine = 1, max_abs = 0, max_rel = 0;
+  long long nan_inf_reuse = 0, nan_inf_noreuse = 0;
+};
+
+struct EngineFigures {
+  size_t h2d_bytes = 0;
+  long writes = 0;
+  long calls = 0;
+  double write_s = 0, dispatch_s = 0, read_s = 0;
+  double wall_s() const { return write_s + dispatch_s + read_s; }
+};
+
+struct Trace {
+  TraceHeader header;
+  std::vector<TraceCall> calls;  // calls[i].number == i + 1
+  std::vector<ViewRead> view_reads;
+  std::vector<TokenStep> tokens_reuse, tokens_noreuse;
+  std::vector<VerifyOutput> verify;
+  int noreuse_extra_calls = 0;  // calls the no-reuse dataflow ran alone after the split
+  EngineFigures reuse, noreuse;
+  bool timings = false;  // figures carry measured times
+  double wall_s = 0;
+
+  const KernelInfo* kernel(const std::string& name) const;
+  // The call with this number, or null.
+  const TraceCall* call(int number) const;
+};
+
+// What the reuse engine's BO held before a call's host writes: the last write into the same
+// placement (binding, call, hash of the bytes written). Derived from the trace, per call and
+// slot, so every consumer agrees on it.
+struct Resident {
+  std::string binding;
+  int call = 0;
+  uint64_t hash = 0;
+};
+std::vector<std::vector<Resident>> residents(const Trace& t);
+
+// True when another slot of the call lands in the same BO.
+bool shares_bo(const TraceCall& c, int slot);
+
+}  // namespace bod
