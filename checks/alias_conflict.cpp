@@ -55,8 +55,8 @@ void run_alias_conflict(const Trace& t, FindingSink& sink) {
       f.message = shared ? "slot " + s.name + " shares its BO with another slot of the same call"
                          : "aliased slot " + s.name + " (" + s.place.name +
                                ") was not written and holds '" + r.binding + "' from call " +
-                               std::to_string(r.call) + ", not what the shadow run had";
-      f.evidence = {{"device bytes reuse vs shadow", hash_pair(s.reuse_pre, s.noreuse_pre)}};
+                               std::to_string(r.call) + ", not what the no-reuse engine had";
+      f.evidence = {{"device bytes reuse vs no-reuse", hash_pair(s.reuse_pre, s.noreuse_pre)}};
       sink.add(std::move(f));
     }
   }

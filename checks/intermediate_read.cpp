@@ -49,10 +49,10 @@ void run_intermediate_read(const Trace& t, FindingSink& sink) {
       Finding f = make_finding(kInfo, c, s.slot, c.key_first_call);
       f.message = "intermediate slot " + s.name + " held stale bytes and the kernel read them: " +
                   (wrote_differently ? std::to_string(s.diff_bytes - s.stale_diff_bytes) +
-                                           " bytes it wrote differ from the shadow run"
+                                           " bytes it wrote differ from the no-reuse engine's"
                                      : std::string("the outputs diverged"));
-      f.evidence = {{"device bytes before (reuse vs shadow)", hash_pair(s.reuse_pre, s.noreuse_pre)},
-                    {"device bytes after (reuse vs shadow)", hash_pair(s.reuse_post, s.noreuse_post)}};
+      f.evidence = {{"device bytes before (reuse vs no-reuse)", hash_pair(s.reuse_pre, s.noreuse_pre)},
+                    {"device bytes after (reuse vs no-reuse)", hash_pair(s.reuse_post, s.noreuse_post)}};
       sink.add(std::move(f));
     }
   }

@@ -53,7 +53,7 @@ void run_key_collision(const Trace& t, FindingSink& sink) {
       f.message = "static slot " + s.name + " should hold '" + s.host.name + "' but the BO of '" +
                   c.bo_key + "' still holds '" + r.binding + "' from call " +
                   std::to_string(r.call);
-      f.evidence = {{"device bytes reuse vs shadow", hash_pair(s.reuse_pre, s.noreuse_pre)},
+      f.evidence = {{"device bytes reuse vs no-reuse", hash_pair(s.reuse_pre, s.noreuse_pre)},
                     {"resident binding", r.binding}};
       sink.add(std::move(f));
     }

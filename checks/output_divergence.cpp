@@ -14,7 +14,7 @@ const CheckInfo kInfo{
     "cosine, max-abs, max-rel and NaN/Inf counts; cosine < 0.99 or new NaN/Inf is an error, "
     "any other difference a warning",
     "look at the other findings of this call: they name the slot and rule that caused it",
-    kNeedNoReuse, 0, false};
+    kNeedNoReuse, kNeedVerify, false};
 
 std::string num(double v) {
   char b[32];
@@ -39,7 +39,7 @@ void run_output_divergence(const Trace& t, FindingSink& sink) {
                     {"max_abs", num(o.max_abs)},
                     {"max_rel", num(o.max_rel)},
                     {"nan/inf reuse", std::to_string(o.nan_reuse) + "/" + std::to_string(o.inf_reuse)},
-                    {"nan/inf shadow",
+                    {"nan/inf no-reuse",
                      std::to_string(o.nan_noreuse) + "/" + std::to_string(o.inf_noreuse)},
                     {"call of key", f.first_call_of_key ? "first" : "later"}};
       sink.add(std::move(f));

@@ -48,7 +48,7 @@ void run_partial_overwrite(const Trace& t, FindingSink& sink) {
       f.message = "intermediate slot " + s.name + ": " + std::to_string(s.stale_diff_bytes) +
                   " of " + std::to_string(s.host.bytes) +
                   " bytes were not written by the kernel and still hold an earlier call's data";
-      f.evidence = {{"device bytes after (reuse vs shadow)", hash_pair(s.reuse_post, s.noreuse_post)},
+      f.evidence = {{"device bytes after (reuse vs no-reuse)", hash_pair(s.reuse_post, s.noreuse_post)},
                     {"stale bytes", std::to_string(s.stale_diff_bytes)}};
       sink.add(std::move(f));
     }

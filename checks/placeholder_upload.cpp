@@ -43,7 +43,7 @@ void run_placeholder_upload(const Trace& t, FindingSink& sink) {
       f.message = "placeholder for '" + s.host.name + "' was written into slot " + s.name +
                   "; the kernel ran on placeholder data instead of the weights";
       if (t.header.caps.no_reuse)
-        f.evidence = {{"device bytes reuse vs shadow", hash_pair(s.reuse_pre, s.noreuse_pre)}};
+        f.evidence = {{"device bytes reuse vs no-reuse", hash_pair(s.reuse_pre, s.noreuse_pre)}};
       else
         f.evidence = {{"bytes written", std::to_string(s.written_bytes)}};
       sink.add(std::move(f));

@@ -34,7 +34,7 @@ void run_stale_static(const Trace& t, FindingSink& sink) {
       Finding f = make_finding(kInfo, c, s.slot, c.key_first_call);
       f.message = "static slot " + s.name + " bound to '" + s.host.name + "' changed since call " +
                   std::to_string(r.call) + " but was not rewritten; the kernel read the old data";
-      f.evidence = {{"device bytes reuse vs shadow", hash_pair(s.reuse_pre, s.noreuse_pre)},
+      f.evidence = {{"device bytes reuse vs no-reuse", hash_pair(s.reuse_pre, s.noreuse_pre)},
                     {"data written at call", std::to_string(r.call)}};
       sink.add(std::move(f));
     }

@@ -11,7 +11,8 @@
 
 #include "checks/registry.h"
 #include "cli/commands.h"
-#include "model/plan.h"
+#include "plan/plan.h"
+#include "runner/runner.h"
 
 namespace bod {
 namespace {
@@ -110,7 +111,7 @@ Linted lint(const std::function<void(ojson&)>& mutate = {}) {
     return r;
   }
   FindingSink sink;
-  for (auto& c : make_all_checks()) c->lint(p.value(), sink);
+  run_checks(plan_trace(p.value(), "lint/model.json"), sink);
   r.findings = sink.sorted();
   return r;
 }

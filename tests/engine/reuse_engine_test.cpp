@@ -1,4 +1,4 @@
-// ReuseEngine on the CPU device, one DESIGN §2 rule per test: which slots a call writes, how
+// ReuseEngine on the CPU device, one reuse rule per test (docs/model-format.md): which slots a call writes, how
 // BOs are shared (per bo_key, shared_nonstatic pools, shared_alias), sizes fixed at first use,
 // stale device bytes after a skipped write, and zero-copy output views.
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "engine/engine.h"
-#include "model/plan.h"
+#include "plan/plan.h"
 #include "runtime/backend.h"
 
 namespace bod {
@@ -79,6 +79,10 @@ struct Fixture {
     engine = std::make_unique<ReuseEngine>(*backend);
   }
   const PlanCall& call(int number) const { return plan.calls.at(static_cast<size_t>(number - 1)); }
+  // The placement the plan gave a slot, as messages show it.
+  std::string bo(int number, int slot) const {
+    return call(number).place.at(static_cast<size_t>(slot)).label();
+  }
 
   // Host arrays for call `number`: every slot filled with byte `fill` (+ slot index).
   std::vector<std::vector<uint8_t>> arrays(int number, uint8_t fill) const {
@@ -91,7 +95,7 @@ struct Fixture {
   static std::vector<HostSlot> slots(const std::vector<std::vector<uint8_t>>& a) {
     std::vector<HostSlot> r;
     for (size_t s = 0; s < a.size(); ++s)
-      r.push_back(HostSlot{a[s].data(), a[s].size(), false, "slot" + std::to_string(s)});
+      r.push_back(HostSlot{a[s].data(), a[s].size()});
     return r;
   }
   Prepared prepare(int number, const std::vector<std::vector<uint8_t>>& a) {
@@ -123,8 +127,8 @@ TEST(ReuseEngine, FirstCallWritesEverySlot) {
   Fixture f(std::vector<ojson>{kcall("A")});
   auto h = f.arrays(1, 10);
   Prepared p = f.prepare(1, h);
-  EXPECT_TRUE(p.first_of_key);
-  EXPECT_EQ(p.key_first_call, 1);
+  EXPECT_EQ(f.call(1).key_first_call, 1);
+  EXPECT_EQ(f.call(1).key_first_call, 1);
   EXPECT_FALSE(p.failed);
   ASSERT_EQ(p.slots.size(), 4u);
   EXPECT_EQ(p.writes, 4);
@@ -134,8 +138,8 @@ TEST(ReuseEngine, FirstCallWritesEverySlot) {
     EXPECT_EQ(p.slots[s].written_bytes, h[s].size()) << s;
     EXPECT_EQ(p.slots[s].bo_bytes, h[s].size()) << s;
     EXPECT_EQ(f.device(p.slots[s].bo), h[s]) << "slot " << s;
-    EXPECT_EQ(p.slots[s].bo_id, "key:A/" + std::to_string(s));
-    EXPECT_FALSE(p.slots[s].size_mismatch);
+    EXPECT_EQ(f.bo(1, static_cast<int>(s)), "key:A/" + std::to_string(s));
+    EXPECT_EQ(p.slots[s].bo_bytes, f.call(1).slot_bytes[s]);
   }
   // four distinct BOs
   for (size_t s = 0; s < 4; ++s)
@@ -147,8 +151,8 @@ TEST(ReuseEngine, LaterCallSkipsStaticAndIntermediateOnly) {
   auto h1 = f.arrays(1, 10), h2 = f.arrays(2, 50);
   Prepared p1 = f.prepare(1, h1);
   Prepared p2 = f.prepare(2, h2);
-  EXPECT_FALSE(p2.first_of_key);
-  EXPECT_EQ(p2.key_first_call, 1);
+  EXPECT_NE(f.call(2).key_first_call, 2);
+  EXPECT_EQ(f.call(2).key_first_call, 1);
   for (size_t s = 0; s < 4; ++s) EXPECT_EQ(p2.slots[s].bo, p1.slots[s].bo) << s;  // same set
   EXPECT_TRUE(p2.slots[A].written);
   EXPECT_FALSE(p2.slots[W].written);
@@ -160,9 +164,9 @@ TEST(ReuseEngine, LaterCallSkipsStaticAndIntermediateOnly) {
   EXPECT_EQ(f.device(p2.slots[W].bo), h1[W]);
   EXPECT_EQ(f.device(p2.slots[S].bo), h1[S]);
   EXPECT_EQ(f.device(p2.slots[OUT].bo), h2[OUT]);
-  // who wrote what the BO holds
-  EXPECT_EQ(p2.slots[W].resident, "slot1");
-  EXPECT_EQ(p2.slots[W].resident_call, 1);
+  // who last changed what the BO holds
+  EXPECT_EQ(f.engine->last_change(p2.slots[W].bo).call, 1);
+  EXPECT_TRUE(f.engine->last_change(p2.slots[W].bo).host_write);
 }
 
 TEST(ReuseEngine, PerKeyBoSets) {
@@ -171,16 +175,16 @@ TEST(ReuseEngine, PerKeyBoSets) {
   Prepared p1 = f.prepare(1, h1);
   Prepared p2 = f.prepare(2, h2);
   Prepared p3 = f.prepare(3, h3);
-  EXPECT_TRUE(p2.first_of_key);  // a new key is a first call again
-  EXPECT_EQ(p2.key_first_call, 2);
+  EXPECT_EQ(f.call(2).key_first_call, 2);  // a new key is a first call again
+  EXPECT_EQ(f.call(2).key_first_call, 2);
   EXPECT_EQ(p2.writes, 4);
   for (size_t s = 0; s < 4; ++s) {
     EXPECT_NE(p1.slots[s].bo, p2.slots[s].bo) << s;
     EXPECT_EQ(p1.slots[s].bo, p3.slots[s].bo) << s;
-    EXPECT_EQ(p2.slots[s].bo_id, "key:B/" + std::to_string(s));
+    EXPECT_EQ(f.bo(2, static_cast<int>(s)), "key:B/" + std::to_string(s));
   }
-  EXPECT_FALSE(p3.first_of_key);
-  EXPECT_EQ(p3.key_first_call, 1);
+  EXPECT_NE(f.call(3).key_first_call, 3);
+  EXPECT_EQ(f.call(3).key_first_call, 1);
   // key A's weights were not touched by key B's first call
   EXPECT_EQ(f.device(p3.slots[W].bo), h1[W]);
   EXPECT_EQ(f.device(p2.slots[W].bo), h2[W]);
@@ -192,11 +196,8 @@ TEST(ReuseEngine, SmallerArrayWritesPrefixAndTailKeepsOldBytes) {
   Prepared p1 = f.prepare(1, h1);
   Prepared p2 = f.prepare(2, h2);
   EXPECT_FALSE(p2.failed);
-  const Placement& a = p2.slots[A];
-  EXPECT_TRUE(a.size_mismatch);
-  EXPECT_NE(a.size_note.find("32 bytes but its BO (key:A/0) was sized 64 bytes"),
-            std::string::npos)
-      << a.size_note;
+  const SlotWrite& a = p2.slots[A];
+  EXPECT_EQ(f.call(2).slot_bytes[A], 32u);  // smaller than the BO: written as a prefix
   EXPECT_EQ(a.bo, p1.slots[A].bo);
   EXPECT_EQ(a.bo_bytes, 64u);
   EXPECT_TRUE(a.written);
@@ -215,12 +216,12 @@ TEST(ReuseEngine, LargerArrayFailsTheCall) {
   Prepared p2 = f.prepare(2, h2);
   EXPECT_TRUE(p2.failed);
   // Every slot of n rows is too large; the reason names one of them (the last, today).
-  EXPECT_NE(p2.fail_reason.find("64 bytes but its BO (key:A/"), std::string::npos)
-      << p2.fail_reason;
-  EXPECT_NE(p2.fail_reason.find("was sized 32 bytes at first use"), std::string::npos)
-      << p2.fail_reason;
-  EXPECT_NE(p2.fail_reason.find("the call fails"), std::string::npos);
-  EXPECT_TRUE(p2.slots[A].size_mismatch);
+  EXPECT_NE(p2.error.find("64 bytes but its BO (key:A/"), std::string::npos)
+      << p2.error;
+  EXPECT_NE(p2.error.find("was sized 32 bytes at first use"), std::string::npos)
+      << p2.error;
+  EXPECT_NE(p2.error.find("the call fails"), std::string::npos);
+  EXPECT_EQ(p2.slots[A].bo_bytes, 32u);
   EXPECT_FALSE(p2.slots[A].written);
   EXPECT_EQ(f.device(p1.slots[A].bo), h1[A]);  // nothing was written
   EXPECT_EQ(p2.writes, 0);
@@ -240,17 +241,17 @@ TEST(ReuseEngine, SharedNonstaticPoolsByKernelSlotAndBytes) {
   for (int s : {A, S, OUT}) {
     EXPECT_EQ(p1.slots[s].bo, p2.slots[s].bo) << s;
     EXPECT_NE(p1.slots[s].bo, p3.slots[s].bo) << s;  // other byte size
-    EXPECT_EQ(p1.slots[s].bo_id, "pool:k/" + std::to_string(s) + "/64");
+    EXPECT_EQ(f.bo(1, s), "pool:k/" + std::to_string(s) + "/64");
   }
-  EXPECT_EQ(p3.slots[A].bo_id, "pool:k/0/32");
+  EXPECT_EQ(f.bo(3, A), "pool:k/0/32");
   // static weights stay per key
   EXPECT_NE(p1.slots[W].bo, p2.slots[W].bo);
-  EXPECT_EQ(p1.slots[W].bo_id, "key:A/1");
+  EXPECT_EQ(f.bo(1, W), "key:A/1");
   EXPECT_EQ(f.device(p1.slots[W].bo), h1[W]);
   EXPECT_EQ(f.device(p2.slots[W].bo), h2[W]);
   // same slot index and bytes under another kernel: another pool
   EXPECT_NE(p4.slots[0].bo, p1.slots[A].bo);
-  EXPECT_EQ(p4.slots[0].bo_id, "pool:k2/0/64");
+  EXPECT_EQ(f.bo(4, 0), "pool:k2/0/64");
   // key B's first call wrote the shared pool: key A now sees B's scratch bytes
   EXPECT_EQ(f.device(p1.slots[S].bo), h2[S]);
 }
@@ -265,15 +266,15 @@ TEST(ReuseEngine, SharedAliasGivesOneBoToTwoCalls) {
   Prepared p1 = f.prepare(1, h1);
   Prepared p2 = f.prepare(2, h2);
   EXPECT_EQ(p1.slots[OUT].bo, p2.slots[0].bo);
-  EXPECT_EQ(p1.slots[OUT].bo_id, "alias:h");
-  EXPECT_EQ(p2.slots[0].bo_id, "alias:h");
+  EXPECT_EQ(f.bo(1, OUT), "alias:h");
+  EXPECT_EQ(f.bo(2, 0), "alias:h");
   EXPECT_NE(p2.slots[1].bo, p1.slots[OUT].bo);
   // the non-aliased slots keep their per-key BOs
-  EXPECT_EQ(p1.slots[A].bo_id, "key:A/0");
-  EXPECT_EQ(p2.slots[1].bo_id, "key:B/1");
+  EXPECT_EQ(f.bo(1, A), "key:A/0");
+  EXPECT_EQ(f.bo(2, 1), "key:B/1");
   // the pool remembers who wrote it last
-  EXPECT_EQ(p2.slots[0].resident, "slot3");
-  EXPECT_EQ(p2.slots[0].resident_call, 1);
+  EXPECT_EQ(f.engine->last_change(p2.slots[0].bo).call, 2);  // call 2 wrote its input
+  EXPECT_EQ(f.call(2).place[0].first_call, 1);  // the pool's first user
 }
 
 TEST(ReuseEngine, SkippedWriteLeavesStaleDeviceBytes) {

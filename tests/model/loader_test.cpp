@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "model/model.h"
-#include "model/plan.h"
+#include "plan/plan.h"
 #include "runner/host_data.h"
 
 namespace bod {

@@ -8,7 +8,7 @@
 
 namespace bod {
 
-// Exit codes are part of the CLI contract (DESIGN §6).
+// Exit codes are part of the CLI contract (README.md, "Exit codes").
 enum class Exit : int { ok = 0, findings = 1, bad_input = 2, backend = 3 };
 
 // A recoverable error. `where` is a JSON pointer ("/kernels/attn/body/2/b") or a file path;

@@ -290,13 +290,13 @@ class Expander {
   }
 
   // Peak bytes of a check run on the CPU device: host tensors and vars, plus every BO of the
-  // reuse engine (host mapping + device copy), plus the largest single shadow call.
+  // reuse engine (host mapping + device copy), plus the largest single no-reuse call.
   Status estimate() {
     size_t host = 0;
     for (auto& t : m_.tensors) host += static_cast<size_t>(numel(t.shape)) * dtype_size(t.dtype);
     for (auto& v : m_.vars) host += 2 * static_cast<size_t>(numel(v.shape)) * dtype_size(v.dtype);
     std::map<decltype(Placement{}.identity()), size_t> pools;
-    size_t shadow = 0;
+    size_t noreuse = 0;
     for (auto& c : plan_.calls) {
       size_t per_call = 0;
       for (size_t s = 0; s < c.slot_bytes.size(); ++s) {
@@ -304,12 +304,12 @@ class Expander {
         auto& slot = pools[c.place[s].identity()];
         slot = std::max(slot, c.slot_bytes[s]);
       }
-      shadow = std::max(shadow, per_call);
+      noreuse = std::max(noreuse, per_call);
     }
     size_t dev = 0;
     for (auto& [k, b] : pools) dev += b;
-    // + the CPU device's spare buffers kept between shadow calls (at most 1 GiB).
-    plan_.estimated_bytes = host + 2 * dev + 4 * shadow + std::min(2 * shadow, size_t(1) << 30);
+    // + the CPU device's spare buffers kept between no-reuse calls (at most 1 GiB).
+    plan_.estimated_bytes = host + 2 * dev + 4 * noreuse + std::min(2 * noreuse, size_t(1) << 30);
     if (plan_.estimated_bytes > opt_.max_bytes)
       return Error{"/program", "the plan needs about " + gib(plan_.estimated_bytes) +
                                    " of buffers, over the memory cap of " + gib(opt_.max_bytes) +

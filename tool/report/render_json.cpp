@@ -1,4 +1,4 @@
-// JSON report, schema_version 1 (docs/report-format.md). Key order is fixed and no measured
+// JSON report, schema_version 2 (docs/report-format.md). Key order is fixed and no measured
 // time is included unless --timings, so the same model and seed give byte-identical output.
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -63,7 +63,7 @@ std::string render_json(const Report& r) {
                   {"notes", counts[0]},
                   {"calls", r.trace ? r.trace->calls.size() : 0}};
   j["findings"] = findings;
-  if (!r.gaps.empty()) {
+  if (r.command != "lint") {
     J gaps = J::array();
     for (auto& g : r.gaps)
       gaps.push_back({{"check", g.check}, {"ran", g.partly ? "partly" : "no"},
@@ -86,22 +86,24 @@ std::string render_json(const Report& r) {
     j["keys"] = keys;
     j["figures"] = {{"reuse", engine_json(run.reuse, r.timings)},
                     {"no_reuse", engine_json(run.noreuse, r.timings)}};
+    if (r.timings) j["wall_seconds"] = run.wall_s;
+  }
+  if (r.verified) {
     const Verification& v = r.verify;
     J outs = J::array();
     for (auto& o : v.outputs)
       outs.push_back({{"var", o.var}, {"cosine", finite(o.cosine)}, {"min_cosine", o.min_cosine},
                       {"max_abs", finite(o.max_abs)}, {"max_rel", finite(o.max_rel)},
-                      {"nan_inf_reuse", o.nan_reuse}, {"nan_inf_baseline", o.nan_noreuse},
+                      {"nan_inf_reuse", o.nan_reuse}, {"nan_inf_no_reuse", o.nan_noreuse},
                       {"pass", o.pass}});
     j["verification"] = {{"result", v.pass ? "PASS" : "FAIL"},
                          {"outputs", outs},
                          {"tokens_reuse", v.tokens_reuse},
-                         {"tokens_baseline", v.tokens_noreuse},
+                         {"tokens_no_reuse", v.tokens_noreuse},
                          {"first_token_divergence", v.first_token_divergence},
                          {"top_k", v.top_k},
                          {"top_k_agree", v.topk_agree},
-                         {"baseline_extra_calls", v.noreuse_extra_calls}};
-    if (r.timings) j["wall_seconds"] = run.wall_s;
+                         {"no_reuse_extra_calls", v.noreuse_extra_calls}};
   }
   return j.dump(2) + "\n";
 }

@@ -50,8 +50,12 @@ std::string mechanism(const Report& r, bool statics) {
 std::string render_markdown(const Report& r) {
   std::ostringstream o;
   o << "## Buffer-object reuse\n";
-  if (!r.ran) {
-    o << "- not run: the plan has config errors\n";
+  if (!r.ran || !r.verified) {
+    bool config = false;
+    for (auto& f : r.findings) config = config || f.check == "config-error";
+    o << (config ? "- not run: the plan has config errors\n"
+                 : "- not measured: the trace holds no run of both engines with an end-to-end "
+                   "comparison\n");
   } else {
     const Trace& run = *r.trace;
     double cosine = 1;
@@ -64,7 +68,7 @@ std::string render_markdown(const Report& r) {
       << run.noreuse.h2d_bytes << " bytes host->device, " << run.noreuse.writes << " BO writes)\n"
       << "- Host/wall time after:  " << ms(run.reuse.wall_s()) << " (reuse: " << run.reuse.h2d_bytes
       << " bytes host->device, " << run.reuse.writes << " BO writes)\n"
-      << "- Cosine vs baseline: " << cs
+      << "- Cosine vs baseline: " << cs  // the notes template's fixed label
       << "  | end-to-end verify: " << (r.verify.pass ? "PASS" : "FAIL") << "\n";
     o << "\n_Measured by bo-doctor " << BOD_VERSION << " on the " << run.header.backend << " backend"
       << (run.header.host_emulated ? " (host-emulated kernels)" : "") << ", " << run.calls.size()

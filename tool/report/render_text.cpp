@@ -86,8 +86,10 @@ std::string render_text(const Report& r) {
       t("read time           ", run.reuse.read_s, run.noreuse.read_s);
       t("engine wall time    ", run.reuse.wall_s(), run.noreuse.wall_s());
     }
+  }
+  if (r.verified) {
     const Verification& v = r.verify;
-    o << "\nend-to-end verification (reuse vs no-reuse baseline): " << (v.pass ? "PASS" : "FAIL")
+    o << "\nend-to-end verification (reuse vs no-reuse dataflow): " << (v.pass ? "PASS" : "FAIL")
       << "\n";
     for (auto& oc : v.outputs)
       o << "  " << oc.var << ": cosine " << fmt("%.6f", oc.cosine) << " (min "
@@ -99,12 +101,13 @@ std::string render_text(const Report& r) {
       o << "identical\n";
     } else {
       o << "first divergence at token " << v.first_token_divergence << " (reuse "
-        << v.tokens_reuse[static_cast<size_t>(v.first_token_divergence)] << " vs baseline "
+        << v.tokens_reuse[static_cast<size_t>(v.first_token_divergence)] << " vs no-reuse "
         << v.tokens_noreuse[static_cast<size_t>(v.first_token_divergence)] << "), "
-        << (v.topk_agree ? "within" : "NOT within") << " the baseline's top-" << v.top_k << "\n";
+        << (v.topk_agree ? "within" : "NOT within") << " the no-reuse top-" << v.top_k << "\n";
     }
     if (v.noreuse_extra_calls)
-      o << "  baseline ran " << v.noreuse_extra_calls << " calls of its own after the dataflows split\n";
+      o << "  the no-reuse dataflow ran " << v.noreuse_extra_calls
+        << " calls of its own after the dataflows split\n";
   }
   o << "\n" << r.command << " " << r.model_path << ": " << counts[2] << " error(s), " << counts[1]
     << " warning(s), " << counts[0] << " note(s)";

@@ -12,7 +12,7 @@
 
 namespace bod {
 
-inline constexpr int kReportSchemaVersion = 1;
+inline constexpr int kReportSchemaVersion = 2;  // 2: no_reuse names, not_run
 
 struct Report {
   std::string command;     // "lint" | "check" | "analyze"

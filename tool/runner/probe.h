@@ -20,8 +20,8 @@ struct SlotProbe {
 // finite one (so a kernel that happens to write NaN is not mistaken for "unwritten").
 void fill_canary(uint8_t* dst, size_t n, DType dtype, int pattern);
 
-// Probes `slots` of call `c` (host data `host`, the shadow inputs). `reference_outputs[s]` is
-// the shadow run's output bytes of each output slot (null for others). When `each` is false,
+// Probes `slots` of call `c` (host data `host`, the no-reuse engine's inputs). `reference_outputs[s]` is
+// the no-reuse engine's output bytes of each output slot (null for others). When `each` is false,
 // all slots are probed together first and one at a time only if the outputs changed.
 std::vector<SlotProbe> probe_slots(Backend& b, const PlanCall& c, const Body& body,
                                    const std::vector<HostSlot>& host,

@@ -59,7 +59,7 @@ class Backend {
   virtual const uint8_t* device_bytes(BoHandle bo) = 0;
   // Launches the kernel; throws FatalError on a device failure or timeout.
   virtual DispatchInfo dispatch(const Dispatch& d) = 0;
-  // Frees a BO (shadow engine BOs live for one call).
+  // Frees a BO (no-reuse engine BOs live for one call).
   virtual void release(BoHandle bo) = 0;
 };
 

@@ -52,7 +52,7 @@ class CpuBackend final : public Backend {
 
   void release(BoHandle bo) override {
     auto& b = at(bo);
-    // Keep the memory for the next BO of that size (the shadow engine allocates the same
+    // Keep the memory for the next BO of that size (the no-reuse engine allocates the same
     // sizes every call): no allocator round trip, no fresh page faults.
     size_t need = 2 * b.host.size();
     if (need <= kSpareCap) {
@@ -90,7 +90,7 @@ class CpuBackend final : public Backend {
     bool live = false;
   };
   static constexpr size_t kSpareCap = size_t(1) << 30;  // bytes kept for reuse at most
-  // Spares serve only BOs that will be overwritten whole (the shadow engine's): long-lived,
+  // Spares serve only BOs that will be overwritten whole (the no-reuse engine's): long-lived,
   // zero-filled BOs (the reuse engine's sets) get fresh memory, so each engine pays for its own.
   Buf take(size_t n, bool zero) {
     if (zero) return Buf(n, true);

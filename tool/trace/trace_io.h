@@ -16,11 +16,11 @@ namespace bod {
 // Bounds on what read_trace accepts, so a corrupt or hostile file fails fast with exit 2
 // instead of exhausting memory. Each is checked before the work it guards.
 struct TraceLimits {
-  size_t max_line_bytes = size_t(64) << 20;  // one line, without its '\n'
-  int max_depth = 64;                        // JSON nesting of one line (arrays and objects)
-  size_t max_calls = 10000000;               // call lines in the trace
-  size_t max_slots = 4096;                   // slots of one kernel or call
-  size_t max_string_bytes = size_t(1) << 20; // one JSON string as written (escapes included)
+  size_t max_line_bytes = size_t(64) << 20;   // one line, without its '\n'
+  int max_depth = 64;                         // JSON nesting of one line (arrays and objects)
+  size_t max_calls = 10000000;                // call lines in the trace
+  size_t max_slots = 4096;                    // slots of one kernel or call
+  size_t max_string_bytes = size_t(1) << 20;  // one JSON string as written (escapes included)
 };
 
 // Which engine an event line (token, figures) belongs to.
@@ -34,7 +34,7 @@ std::string trace_view_read_line(const ViewRead& v);
 std::string trace_token_line(TraceEngine e, const TokenStep& s);
 std::string trace_verify_line(const VerifyOutput& v);
 std::string trace_figures_line(const Trace& t, TraceEngine e);  // seconds when t.timings
-std::string trace_end_line(const Trace& t);                      // wall_seconds when t.timings
+std::string trace_end_line(const Trace& t);                     // wall_seconds when t.timings
 
 // The whole trace, '\n' after every line, in the order: header, calls, view reads, reuse
 // tokens, no-reuse tokens, verify outputs (caps.verify), figures of the engines that ran
@@ -46,7 +46,6 @@ void write_trace(std::ostream& out, const Trace& t);
 // (a run that died) is returned as far as it goes.
 Result<Trace> read_trace(const std::string& path, const TraceLimits& limits = {});
 // The same from a stream; `name` is the file name errors start with.
-Result<Trace> read_trace(std::istream& in, const std::string& name,
-                         const TraceLimits& limits = {});
+Result<Trace> read_trace(std::istream& in, const std::string& name, const TraceLimits& limits = {});
 
 }  // namespace bod

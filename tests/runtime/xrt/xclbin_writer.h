@@ -1,6 +1,6 @@
 // Minimal xclbin (axlf) images that XRT's noop device accepts, for tests and fixtures that
 // exercise the XRT backend's xclbin path without an NPU. Each kernel follows bo-doctor's xclbin
-// ABI (DESIGN §2): arg 0 uint64 opcode, arg 1 instruction buffer, arg 2 uint32 instruction
+// ABI (docs/xrt.md): arg 0 uint64 opcode, arg 1 instruction buffer, arg 2 uint32 instruction
 // count, args 3.. one global buffer per slot. The image carries no hardware: the noop device
 // completes every launch at once and computes nothing.
 //

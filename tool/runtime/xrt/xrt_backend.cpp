@@ -3,7 +3,7 @@
 //
 // Kernels without an NPU binary run host-emulated: sync every BO from the device, run the
 // reference body on the mappings, sync every BO back. Kernels with an xclbin are launched as
-// kernel(opcode 3, instr_bo, instr_count, bos...) (DESIGN §2); on the noop device the launch
+// kernel(opcode 3, instr_bo, instr_count, bos...) (docs/xrt.md); on the noop device the launch
 // completes without computing anything, so the reference body runs afterwards as well.
 // ELF kernels (xrt::ext::bo, run.set_arg(i, bo)) need XRT >= 2.17 (BOD_HAVE_XRT_ELF).
 //
