@@ -6,14 +6,17 @@ namespace bod {
 namespace {
 
 const CheckInfo kInfo{
-    "missed-static", Severity::note,
+    "missed-static",
+    Severity::note,
     "a slot's host data is identical on every call of a bo_key, the kernel never writes it, "
     "yet it is uploaded each time",
     "wasted host->device bytes per call (B1 opportunity)",
     "after the run: for every (bo_key, slot) not static, the host hash never changed over two "
     "or more calls and the BO was never modified by the kernel",
     "add the slot to static_input_indices (and keep bo_key unique per weight set)",
-    kNeedRun | kNeedNoReuse, 0, false};
+    kNeedRun | kNeedNoReuse,
+    0,
+    false};
 
 struct Acc {
   const TraceCall* first = nullptr;
@@ -27,11 +30,15 @@ struct Acc {
 
 void run_missed_static(const Trace& t, FindingSink& sink) {
   if (lacks(t, kInfo)) return;
-  std::map<std::tuple<std::string, std::string, int>, Acc> acc;  // (ns, key, slot)
+  std::map<std::pair<std::string, std::string>, std::vector<Acc>> acc;  // (ns, key) -> slots
   for (auto& c : t.calls) {
     if (c.failed) continue;
+    auto it = acc.find({c.ns, c.bo_key});
+    if (it == acc.end()) it = acc.emplace(std::make_pair(c.ns, c.bo_key), std::vector<Acc>()).first;
+    auto& slots = it->second;
+    if (slots.size() < c.slots.size()) slots.resize(c.slots.size());
     for (auto& s : c.slots) {
-      auto& a = acc[{c.ns, c.bo_key, s.slot}];
+      auto& a = slots[static_cast<size_t>(s.slot)];
       bool eligible = s.role == SlotRole::input && !s.output && s.noreuse_post == s.noreuse_pre &&
                       s.host.source != ArraySource::zeros;
       if (!a.first) {
@@ -43,17 +50,23 @@ void run_missed_static(const Trace& t, FindingSink& sink) {
       a.constant = a.constant && eligible && s.host.hash == a.hash;
     }
   }
-  for (auto& [k, a] : acc) {
-    if (!a.constant || a.calls < 2) continue;
-    Finding f = make_finding(kInfo, *a.first, std::get<2>(k), a.first->key_first_call);
-    f.message = "slot " + f.slot_name + " of bo_key '" + std::get<1>(k) + "' is re-uploaded with "
-                "the same " + std::to_string(a.bytes) + " bytes on all " + std::to_string(a.calls) +
-                " calls; static would save " + std::to_string(a.bytes) + " bytes per later call";
-    f.evidence = {{"calls", std::to_string(a.calls)}, {"bytes/call", std::to_string(a.bytes)}};
-    sink.add(std::move(f));
-  }
+  for (auto& [k, slots] : acc)
+    for (size_t slot = 0; slot < slots.size(); ++slot) {
+      const Acc& a = slots[slot];
+      if (!a.first || !a.constant || a.calls < 2) continue;
+      Finding f = make_finding(kInfo, *a.first, static_cast<int>(slot), a.first->key_first_call);
+      f.message = "slot " + f.slot_name + " of bo_key '" + k.second +
+                  "' is re-uploaded with "
+                  "the same " +
+                  std::to_string(a.bytes) + " bytes on all " + std::to_string(a.calls) +
+                  " calls; static would save " + std::to_string(a.bytes) + " bytes per later call";
+      f.evidence = {{"calls", std::to_string(a.calls)}, {"bytes/call", std::to_string(a.bytes)}};
+      sink.add(std::move(f));
+    }
 }
 
-const CheckInfo& missed_static_info() { return kInfo; }
+const CheckInfo& missed_static_info() {
+  return kInfo;
+}
 
 }  // namespace bod

@@ -396,11 +396,40 @@ TEST(TraceIo, HandWrittenExampleReads) {
   EXPECT_FALSE(r->calls[1].slots[1].written);
   EXPECT_EQ(r->calls[0].slots[0].host.hash, 0x2146c62ab21e396aull);
   EXPECT_EQ(r->reuse.writes, 3);
+  // BO numbers are derived on reading: x and y have one BO each, the same in both calls.
+  EXPECT_EQ(r->calls[0].slots[0].place.bo, 1);
+  EXPECT_EQ(r->calls[0].slots[1].place.bo, 2);
+  EXPECT_EQ(r->calls[1].slots[1].place.bo, 2);
   // Written in the canonical form, so writing it again gives the same bytes.
   std::ifstream f(p);
   std::stringstream text;
   text << f.rdbuf();
   EXPECT_EQ(text_of(*r), text.str());
+}
+
+// docs/trace-format.md shows the hand-written example in full: every line must be the file's.
+TEST(TraceIo, FormatDocShowsTheHandWrittenExample) {
+  std::ifstream doc(source_root() / "docs/trace-format.md");
+  ASSERT_TRUE(doc) << "docs/trace-format.md missing";
+  std::stringstream d;
+  d << doc.rdbuf();
+  std::ifstream f(source_root() / "tests/data/trace/hand_written.trace.jsonl");
+  int lines = 0;
+  for (std::string line; std::getline(f, line); ++lines)
+    EXPECT_NE(d.str().find(line + "\n"), std::string::npos) << "not in the doc: " << line;
+  EXPECT_EQ(lines, 6);
+  EXPECT_NE(d.str().find("Which checks need which capabilities: docs/checks.md."),
+            std::string::npos);
+}
+
+TEST(TraceIo, SchemaHasADefinitionPerLineKind) {
+  std::ifstream f(source_root() / "docs/trace.schema.json");
+  ASSERT_TRUE(f) << "docs/trace.schema.json missing";
+  ojson s = ojson::parse(f);
+  EXPECT_EQ(s["$schema"], "https://json-schema.org/draft/2020-12/schema");
+  for (const char* d : {"header", "call", "slot", "view_read", "token", "verify", "figures", "end"})
+    EXPECT_TRUE(s["$defs"].contains(d)) << d;
+  EXPECT_EQ(s["oneOf"].size(), 3u);
 }
 
 TEST(TraceIo, PythonExampleWriterReads) {

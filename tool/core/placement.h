@@ -23,12 +23,18 @@ struct Placement {
   int index = -1;            // key and shared: slot index; alias: -1
   size_t bytes = 0;          // bytes the call needs in this slot
   int first_call = 0;        // number of the first call that used this BO
+  int bo = 0;                // the BO's number: 1, 2, ... in order of first use (0: unnumbered)
 
-  // Two placements name the same BO exactly when their identities are equal.
+  // Two placements name the same BO exactly when their identities are equal (a map key).
   auto identity() const {
     return std::make_tuple(ns, pool, name, index, pool == BoPool::shared ? bytes : size_t(0));
   }
-  bool same_bo(const Placement& o) const { return identity() == o.identity(); }
+  // identity() == o.identity(), without building the tuples.
+  bool same_bo(const Placement& o) const {
+    if (bo && o.bo) return bo == o.bo;
+    return pool == o.pool && index == o.index && (pool != BoPool::shared || bytes == o.bytes) &&
+           name == o.name && ns == o.ns;
+  }
   // "key:rms_L0/3", "pool:attn/2/4096", "alias:x": for messages only.
   std::string label() const;
 };

@@ -55,7 +55,8 @@ class ReuseEngine {
  private:
   Backend& b_;
   std::map<std::string, const PlanCall*> keys_;  // bo_key -> its first call
-  std::map<decltype(Placement{}.identity()), BoHandle> bos_;
+  static constexpr BoHandle kNone = ~BoHandle(0);
+  std::vector<BoHandle> bos_;  // by Placement::bo (kNone: not allocated yet)
   std::map<BoHandle, LastChange> changed_;
 };
 

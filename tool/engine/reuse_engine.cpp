@@ -22,9 +22,10 @@ Prepared ReuseEngine::prepare(const PlanCall& c, const std::vector<HostSlot>& ho
     SlotWrite& w = p.slots[s];
     const Placement& place = c.place[s];
     size_t need = c.slot_bytes[s];
-    auto [bit, bnew] = bos_.try_emplace(place.identity());
-    if (bnew) bit->second = b_.alloc(BoDesc{need, si, c.kernel->name, place.label()});
-    w.bo = bit->second;
+    auto at = static_cast<size_t>(place.bo);
+    if (at >= bos_.size()) bos_.resize(at + 1, kNone);
+    if (bos_[at] == kNone) bos_[at] = b_.alloc(BoDesc{need, si, c.kernel->name, place.label()});
+    w.bo = bos_[at];
     w.bo_bytes = b_.size(w.bo);
     if (need != w.bo_bytes) {
       if (need > w.bo_bytes) {

@@ -228,7 +228,11 @@ class Expander {
         p.name = c.bo_key;
         p.index = si;
       }
-      p.first_call = bo_first_.emplace(p.identity(), c.number).first->second;
+      auto it = bo_first_.find(p.identity());
+      if (it == bo_first_.end())
+        it = bo_first_.emplace(p.identity(), std::make_pair(c.number, int(bo_first_.size()) + 1)).first;
+      p.first_call = it->second.first;
+      p.bo = it->second.second;
       c.place.push_back(std::move(p));
     }
   }
@@ -332,7 +336,8 @@ class Expander {
   ExpandOptions opt_;
   Plan plan_;
   std::map<std::string, int> key_first_;                           // bo_key -> first call
-  std::map<decltype(Placement{}.identity()), int> bo_first_;       // BO -> first call
+  // BO -> (first call, BO number)
+  std::map<decltype(Placement{}.identity()), std::pair<int, int>> bo_first_;
 };
 
 }  // namespace

@@ -34,7 +34,7 @@ class Runner {
   Runner(const Plan& p, const std::string& model_path, const HostData& d, Backend& b,
          const RunOptions& opt)
       : p_(p), m_(*p.model), data_(d), b_(b), opt_(opt), reuse_(b), noreuse_(b), rstore_(m_),
-        nstore_(m_), t_(plan_trace(p, model_path)) {
+        nstore_(m_), t_(opt.no_reuse ? plan_trace(p, model_path) : Trace{}) {
     size_t most = 0;  // one zero buffer for every unbound slot; never reallocated later
     for (auto& c : p.calls)
       for (auto b : c.slot_bytes) most = std::max(most, b);
@@ -147,7 +147,7 @@ class Runner {
     // Inputs read through a zero-copy view are snapshotted: the reuse engine's own writes may
     // change that BO, and both engines must see the bytes the caller passed.
     in.snapshots.resize(n);
-    TraceCall& tc = rec(c);
+    TraceCall* tc = opt_.no_reuse ? &rec(c) : nullptr;  // nothing is recorded without it
     for (size_t s = 0; s < n; ++s) {
       const BoundArray& a = c.args[s];
       int view_call = 0;
@@ -155,8 +155,8 @@ class Runner {
       if (view_call) {
         in.snapshots[s].assign(r.data, r.data + c.slot_bytes[s]);
         r.data = in.snapshots[s].data();
-        tc.slots[s].host.source = ArraySource::view;
-        tc.slots[s].host.view_of_call = view_call;
+        if (tc) tc->slots[s].host.source = ArraySource::view;
+        if (tc) tc->slots[s].host.view_of_call = view_call;
       }
       in.reuse[s] = HostSlot{r.data, c.slot_bytes[s]};
       TensorRef nr = a.kind == Binding::Kind::placeholder ? data_.tensor(m_, a) : r;

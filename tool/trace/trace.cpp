@@ -58,7 +58,7 @@ const TraceCall* Trace::call(int number) const {
 }
 
 std::vector<std::vector<Resident>> residents(const Trace& t) {
-  std::map<decltype(Placement{}.identity()), Resident> bo;
+  std::vector<Resident> bo;  // by BO number
   std::vector<std::vector<Resident>> out;
   out.reserve(t.calls.size());
   for (auto& c : t.calls) {
@@ -66,14 +66,26 @@ std::vector<std::vector<Resident>> residents(const Trace& t) {
     // In slot order, as the engine prepares them: a slot sharing a BO with an earlier slot of
     // the same call sees that slot's write.
     for (size_t s = 0; s < c.slots.size(); ++s) {
-      auto id = c.slots[s].place.identity();
-      auto it = bo.find(id);
-      if (it != bo.end()) r[s] = it->second;
-      if (c.slots[s].written) bo[id] = Resident{c.slots[s].host.name, c.number, c.slots[s].written_hash};
+      auto n = static_cast<size_t>(c.slots[s].place.bo);
+      if (n >= bo.size()) bo.resize(n + 1);
+      r[s] = bo[n];
+      if (c.slots[s].written) bo[n] = Resident{c.slots[s].host.name, c.number, c.slots[s].written_hash};
     }
     out.push_back(std::move(r));
   }
   return out;
+}
+
+void number_bos(Trace& t) {
+  std::map<decltype(Placement{}.identity()), std::pair<int, int>> seen;  // -> (number, first)
+  for (auto& c : t.calls)
+    for (auto& s : c.slots) {
+      auto it = seen.find(s.place.identity());
+      if (it == seen.end())
+        it = seen.emplace(s.place.identity(), std::make_pair(int(seen.size()) + 1, c.number)).first;
+      s.place.bo = it->second.first;
+      s.place.first_call = it->second.second;
+    }
 }
 
 bool shares_bo(const TraceCall& c, int slot) {

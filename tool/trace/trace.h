@@ -212,6 +212,10 @@ struct Resident {
 };
 std::vector<std::vector<Resident>> residents(const Trace& t);
 
+// Gives every slot's placement its BO number (Placement::bo, by identity in order of first
+// use) and first call, for traces whose producer did not (a trace file's reader calls it).
+void number_bos(Trace& t);
+
 // True when another slot of the call lands in the same BO.
 bool shares_bo(const TraceCall& c, int slot);
 

@@ -1382,6 +1382,21 @@ Result<Trace> read_trace(std::istream& in, const std::string& name, const TraceL
                  "empty trace: expected the header line {\"trace\": \"bo-doctor\", "
                  "\"version\": 1, ...}",
                  Exit::bad_input};
+  // BO numbers are derived, not stored in the file; a first_call the file states must agree.
+  std::vector<int> stated;
+  for (auto& call : st.t.calls)
+    for (auto& slot : call.slots) stated.push_back(slot.place.first_call);
+  number_bos(st.t);
+  size_t i = 0;
+  for (auto& call : st.t.calls)
+    for (auto& slot : call.slots)
+      if (stated[i++] != slot.place.first_call)
+        return Error{name,
+                     "call " + std::to_string(call.number) + " slot " + std::to_string(slot.slot) +
+                         ": bo.first_call is " + std::to_string(stated[i - 1]) + " but BO " +
+                         slot.place.label() + " is first used at call " +
+                         std::to_string(slot.place.first_call),
+                     Exit::bad_input};
   return std::move(st.t);
 }
 

@@ -26,7 +26,7 @@ struct TraceLimits {
 // Which engine an event line (token, figures) belongs to.
 enum class TraceEngine { reuse, no_reuse };
 
-// One line each, without the trailing '\n'. The runner streams a trace with these (header
+// One line each, without the trailing '\n', so a runner or recorder can stream a trace (header
 // first, then calls and events as they happen); write_trace uses them for a whole Trace.
 std::string trace_header_line(const Trace& t);
 std::string trace_call_line(const Trace& t, const TraceCall& c);
@@ -41,9 +41,9 @@ std::string trace_end_line(const Trace& t);                     // wall_seconds 
 // (reuse: caps.run; no_reuse: caps.no_reuse or caps.verify), end.
 void write_trace(std::ostream& out, const Trace& t);
 
-// Reads and validates a trace file; "-" reads stdin. Anything but a regular file (a
-// directory, a FIFO, a device) is refused before it is opened. A trace without an "end" line
-// (a run that died) is returned as far as it goes.
+// Reads and validates a trace file; "-" reads stdin (errors then name "<stdin>"). Anything but a
+// regular file (a directory, a FIFO, a device) is refused before it is opened. A trace without an
+// "end" line (a run that died) is returned as far as it goes.
 Result<Trace> read_trace(const std::string& path, const TraceLimits& limits = {});
 // The same from a stream; `name` is the file name errors start with.
 Result<Trace> read_trace(std::istream& in, const std::string& name, const TraceLimits& limits = {});
