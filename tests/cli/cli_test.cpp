@@ -284,5 +284,85 @@ TEST_F(Cli, ProbeAndMarkdownAndClassify) {
   EXPECT_EQ(run("classify " + llama() + " --format markdown").code, 2);
 }
 
+
+// check --save-trace writes a trace that analyze reads back, from a file or stdin, with the
+// same verdict; a trace lacking data says which checks it could not feed.
+TEST_F(Cli, SaveTraceThenAnalyze) {
+  std::string bug = quote(std::string(BOD_FIXTURES_DIR) + "/bugs/key_missing_layer/model.json");
+  fs::path trace = dir_ / "run.trace.jsonl";
+  Proc c = run("check " + bug + " --format json --save-trace " + quote(trace.string()));
+  ASSERT_EQ(c.code, 1) << c.err;
+  ASSERT_TRUE(fs::exists(trace));
+  Proc a = run("analyze " + quote(trace.string()) + " --format json");
+  EXPECT_EQ(a.code, 1) << a.err;
+  auto jc = nlohmann::json::parse(c.out), ja = nlohmann::json::parse(a.out);
+  EXPECT_EQ(jc["findings"], ja["findings"]);
+  EXPECT_EQ(ja["not_run"].size(), 0u);
+  // "-" reads the trace from stdin (run() gives the binary /dev/null, so spell it out here)
+  std::string cmd = quote(BOD_BINARY) + " analyze - --format json < " + quote(trace.string()) +
+                    " > " + quote((dir_ / "stdin.json").string()) + " 2>/dev/null";
+  int st = std::system(cmd.c_str());
+  EXPECT_EQ(WEXITSTATUS(st), 1);
+  EXPECT_EQ(nlohmann::json::parse(slurp(dir_ / "stdin.json"))["findings"], jc["findings"]);
+}
+
+TEST_F(Cli, AnalyzeSaysWhichChecksATraceCannotFeed) {
+  std::string hand = quote(std::string(BOD_FIXTURES_DIR) + "/../tests/data/trace/hand_written.trace.jsonl");
+  Proc a = run("analyze " + hand);
+  EXPECT_EQ(a.code, 0) << a.err;
+  EXPECT_NE(a.out.find("checks this trace could not feed:\n  intermediate-read: not run; needs "
+                       "byte_diffs"),
+            std::string::npos)
+      << a.out;
+  Proc j = run("analyze " + hand + " --format json");
+  auto r = nlohmann::json::parse(j.out);
+  ASSERT_EQ(r["not_run"].size(), 2u) << j.out;
+  EXPECT_EQ(r["not_run"][0]["check"], "intermediate-read");
+  EXPECT_EQ(r["not_run"][0]["ran"], "no");
+  EXPECT_EQ(r["command"], "analyze");
+}
+
+TEST_F(Cli, AnalyzeRefusesBadTraces) {
+  fs::path bad = dir_ / "bad.jsonl";
+  std::ofstream(bad) << "{\"trace\": \"bo-doctor\", \"version\": 99}\n";
+  Proc a = run("analyze " + quote(bad.string()));
+  EXPECT_EQ(a.code, 2);
+  EXPECT_NE(a.err.find(bad.string() + ":1"), std::string::npos) << a.err;
+  EXPECT_EQ(a.err.find('\n'), a.err.size() - 1) << "one line: " << a.err;
+  EXPECT_EQ(run("analyze " + quote(dir_.string())).code, 2);  // a directory
+  EXPECT_EQ(run("analyze /dev/zero").code, 2);
+  EXPECT_EQ(run("analyze " + quote((dir_ / "missing").string())).code, 2);
+}
+
+TEST_F(Cli, SaveTraceIntoMissingFolderExitsTwo) {
+  Proc c = run("check " + llama() + " --save-trace " + quote((dir_ / "no/such/dir/t.jsonl").string()));
+  EXPECT_EQ(c.code, 2);
+  EXPECT_NE(c.err.find("t.jsonl"), std::string::npos) << c.err;
+}
+
+TEST_F(Cli, ListChecksRefusesUnknownFormat) {
+  Proc p = run("list-checks --format xml");
+  EXPECT_EQ(p.code, 2);
+  EXPECT_TRUE(p.out.empty()) << p.out;
+  EXPECT_NE(p.err.find("xml"), std::string::npos) << p.err;
+}
+
+// A trace written by another program (the Python example, standard library + python3-xxhash)
+// is judged like bo-doctor's own: the key collision it contains is reported.
+TEST_F(Cli, AnalyzeTraceFromAnotherLanguage) {
+  if (!fs::exists("/usr/bin/python3")) GTEST_SKIP() << "no /usr/bin/python3";
+  fs::path t = dir_ / "py.trace.jsonl";
+  std::string cmd = "/usr/bin/python3 " +
+                    quote(std::string(BOD_FIXTURES_DIR) + "/../tool/trace/examples/write_trace.py") +
+                    " > " + quote(t.string()) + " 2>/dev/null";
+  int st = std::system(cmd.c_str());
+  if (WEXITSTATUS(st) == 77) GTEST_SKIP() << "python3-xxhash not installed";
+  ASSERT_EQ(WEXITSTATUS(st), 0);
+  Proc a = run("analyze " + quote(t.string()));
+  EXPECT_EQ(a.code, 1) << a.err;
+  EXPECT_NE(a.out.find("error[key-collision]"), std::string::npos) << a.out;
+  EXPECT_NE(a.out.find("stale-static: not run; needs no_reuse"), std::string::npos) << a.out;
+}
+
 }  // namespace
 }  // namespace bod

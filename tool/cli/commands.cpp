@@ -137,7 +137,7 @@ CommandResult cmd_analyze(const CommandOptions& o) {
   if (auto st = check_format(o.format); !st) return fail(st.error());
   auto t = read_trace(o.model);
   if (!t) return fail(t.error());
-  return finish(o, build_report("analyze", t.value(), true));
+  return finish(o, build_report("analyze", t.value(), true, o.model));
 }
 
 CommandResult cmd_classify(const CommandOptions& o) {

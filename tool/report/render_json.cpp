@@ -57,6 +57,7 @@ std::string render_json(const Report& r) {
   j["tool"] = {{"name", "bo-doctor"}, {"version", BOD_VERSION}};
   j["command"] = r.command;
   j["model"] = {{"name", r.model_name}, {"path", r.model_path}};
+  if (r.command == "analyze") j["trace"] = r.subject;
   j["summary"] = {{"verdict", r.verdict()},
                   {"errors", counts[2]},
                   {"warnings", counts[1]},

@@ -16,8 +16,9 @@ std::string fmt(const char* f, double v) {
 }
 
 void finding(std::ostringstream& o, const Report& r, const Finding& f) {
+  // "model.json:/json/pointer", or a recorded call's own "file.py:42" when there is no model.
   o << r.model_path;
-  if (!f.path.empty()) o << ":" << f.path;
+  if (!f.path.empty()) o << (r.model_path.empty() ? "" : ":") << f.path;
   o << ": " << severity_name(f.severity) << "[" << f.check << "]";
   if (f.latent) o << " (latent)";
   o << ": " << f.message << "\n";
@@ -109,7 +110,7 @@ std::string render_text(const Report& r) {
       o << "  the no-reuse dataflow ran " << v.noreuse_extra_calls
         << " calls of its own after the dataflows split\n";
   }
-  o << "\n" << r.command << " " << r.model_path << ": " << counts[2] << " error(s), " << counts[1]
+  o << "\n" << r.command << " " << r.subject << ": " << counts[2] << " error(s), " << counts[1]
     << " warning(s), " << counts[0] << " note(s)";
   if (r.trace) o << ", " << r.trace->calls.size() << " calls";
   o << " -> " << (r.has_error() ? "FAIL" : "PASS") << "\n";

@@ -14,10 +14,12 @@ bool Report::has_error() const {
   return false;  // exit 1 and "fail" mean an error finding (README, exit codes)
 }
 
-Report build_report(const std::string& command, const Trace& t, bool timings) {
+Report build_report(const std::string& command, const Trace& t, bool timings,
+                    const std::string& subject) {
   Report r;
   r.command = command;
   r.model_path = t.header.model_path;
+  r.subject = subject.empty() ? t.header.model_path : subject;
   r.model_name = t.header.model_name;
   r.trace = &t;
   r.timings = timings && t.timings;

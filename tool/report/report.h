@@ -16,7 +16,8 @@ inline constexpr int kReportSchemaVersion = 2;  // 2: no_reuse names, not_run
 
 struct Report {
   std::string command;     // "lint" | "check" | "analyze"
-  std::string model_path;  // the file findings point into
+  std::string model_path;  // the file findings point into ("" when their paths stand alone)
+  std::string subject;     // what the run read: the model, or for analyze the trace file
   std::string model_name;
   std::vector<Finding> findings;
   const Trace* trace = nullptr;
@@ -31,7 +32,8 @@ struct Report {
 };
 
 // Runs every check and analysis on `t` and assembles the report. The trace must outlive it.
-Report build_report(const std::string& command, const Trace& t, bool timings);
+Report build_report(const std::string& command, const Trace& t, bool timings,
+                    const std::string& subject = "");
 
 std::string render_text(const Report& r);
 std::string render_json(const Report& r);
