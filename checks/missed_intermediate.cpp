@@ -11,7 +11,7 @@ const CheckInfo kInfo{
     "a slot is always fully overwritten by the kernel before any read, yet uploaded each call",
     "wasted host->device bytes per call (B2 opportunity)",
     "after the run: for every (bo_key, slot) not intermediate or static, the reference body "
-    "writes the whole slot before reading it and the kernel changed it on every call",
+    "writes the whole slot before any read and the host still wrote it, on every call",
     "add the slot to intermediate_indices",
     kNeedRun | kNeedAccess,
     0,

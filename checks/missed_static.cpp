@@ -40,7 +40,7 @@ void run_missed_static(const Trace& t, FindingSink& sink) {
     for (auto& s : c.slots) {
       auto& a = slots[static_cast<size_t>(s.slot)];
       bool eligible = s.role == SlotRole::input && !s.output && s.noreuse_post == s.noreuse_pre &&
-                      s.host.source != ArraySource::zeros;
+                      (s.host.source == ArraySource::tensor || s.host.source == ArraySource::var);
       if (!a.first) {
         a.first = &c;
         a.hash = s.host.hash;

@@ -21,7 +21,8 @@ std::string change_text(const Trace& t, const ViewRead& v) {
   if (!c) return "another call";
   std::string n = std::to_string(c->number);
   return v.overwritten_by_host_write ? "the host write of call " + n + " (" + c->kernel + ")"
-                                     : "call " + n + " (" + c->kernel + ", " + c->where() + ")";
+                                     : "call " + n + " (" + c->kernel +
+                                           (c->where().empty() ? "" : ", " + c->where()) + ")";
 }
 
 }  // namespace

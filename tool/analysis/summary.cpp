@@ -51,13 +51,20 @@ Verification verify(const Trace& t) {
   }
   for (auto& s : t.tokens_reuse) v.tokens_reuse.push_back(s.token);
   for (auto& s : t.tokens_noreuse) v.tokens_noreuse.push_back(s.token);
-  for (size_t i = 0; i < t.tokens_reuse.size() && i < t.tokens_noreuse.size(); ++i) {
+  size_t n = std::min(t.tokens_reuse.size(), t.tokens_noreuse.size());
+  for (size_t i = 0; i < n; ++i) {
     if (t.tokens_reuse[i].token == t.tokens_noreuse[i].token) continue;
     v.first_token_divergence = static_cast<int>(i);
     auto& tk = t.tokens_noreuse[i].topk;
     v.topk_agree = std::find(tk.begin(), tk.end(), t.tokens_reuse[i].token) != tk.end();
     v.pass = false;
     break;
+  }
+  // One dataflow generated more tokens than the other: they diverged where the shorter ended.
+  if (v.first_token_divergence < 0 && t.tokens_reuse.size() != t.tokens_noreuse.size()) {
+    v.first_token_divergence = static_cast<int>(n);
+    v.topk_agree = false;
+    v.pass = false;
   }
   return v;
 }

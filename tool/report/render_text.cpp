@@ -98,8 +98,11 @@ std::string render_text(const Report& r) {
         << fmt("%.4g", oc.max_rel) << ", NaN/Inf " << oc.nan_reuse << " vs " << oc.nan_noreuse
         << (oc.pass ? "" : "  FAIL") << "\n";
     o << "  greedy tokens: " << v.tokens_reuse.size() << " generated, ";
+    auto at = static_cast<size_t>(v.first_token_divergence);
     if (v.first_token_divergence < 0) {
       o << "identical\n";
+    } else if (at >= v.tokens_reuse.size() || at >= v.tokens_noreuse.size()) {
+      o << "the no-reuse dataflow generated " << v.tokens_noreuse.size() << "\n";
     } else {
       o << "first divergence at token " << v.first_token_divergence << " (reuse "
         << v.tokens_reuse[static_cast<size_t>(v.first_token_divergence)] << " vs no-reuse "

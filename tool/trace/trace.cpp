@@ -58,6 +58,13 @@ const TraceCall* Trace::call(int number) const {
 }
 
 std::vector<std::vector<Resident>> residents(const Trace& t) {
+  for (auto& c : t.calls)
+    for (auto& s : c.slots)
+      if (s.place.bo <= 0) {  // a producer that did not number its BOs: number a copy
+        Trace numbered = t;
+        number_bos(numbered);
+        return residents(numbered);
+      }
   std::vector<Resident> bo;  // by BO number
   std::vector<std::vector<Resident>> out;
   out.reserve(t.calls.size());

@@ -1,0 +1,651 @@
+// Unit tests of stale-static, key-collision, size-mismatch, static-clobber, intermediate-read
+// and partial-overwrite on small hand-built Traces (tests/checks/trace_builder.h), independent
+// of the fixture models. Each rule gets a trace that fires it and a twin differing in the one
+// fact the rule depends on, so a change in a rule's condition, message or merge behaviour fails
+// here before it shows in a golden report. The other checks are in trace_checks_more_test.cpp;
+// the builder, registry, residents and summary in trace_checks_run_test.cpp.
+#include <gtest/gtest.h>
+
+#include "checks/checks.h"
+#include "checks/registry.h"
+#include "checks/trace_builder.h"
+
+namespace bod {
+namespace {
+
+// ---- stale-static -------------------------------------------------------------------------
+
+// Two decode calls of one key: call 1 uploads var 'lut' (hash 11); on call 2 the same binding
+// holds hash 12 but the static write is skipped, so the reuse BO still has 11.
+TraceBuilder stale_lut() {
+  TraceBuilder b;
+  b.kernel("rope", {"x", "lut", "out"});
+  b.call("rope", "rope_dec").statics({1}).token(0).slot(1).var("lut").hash(11);
+  b.call("rope", "rope_dec").statics({1}).token(1).slot(1).var("lut").hash(12).pre(11, 12);
+  return b;
+}
+
+TEST(TraceCheck_StaleStatic, FiresWhenSkippedStaticDataChanged) {
+  auto v = run_check(run_stale_static, stale_lut().build());
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  const Finding& f = v[0];
+  EXPECT_EQ(f.check, "stale-static");
+  EXPECT_EQ(f.severity, Severity::error);
+  EXPECT_EQ(f.call, 2);
+  EXPECT_EQ(f.slot, 1);
+  EXPECT_EQ(f.slot_name, "lut");
+  EXPECT_EQ(f.kernel, "rope");
+  EXPECT_EQ(f.bo_key, "rope_dec");
+  EXPECT_EQ(f.key_first_call, 1);
+  EXPECT_FALSE(f.first_call_of_key);
+  EXPECT_FALSE(f.latent);
+  EXPECT_EQ(f.token, 1);
+  EXPECT_EQ(f.message,
+            "static slot lut bound to 'lut' changed since call 1 but was not rewritten; the "
+            "kernel read the old data");
+  EXPECT_EQ(evidence(f, "data written at call"), "1");
+  EXPECT_EQ(evidence(f, "device bytes reuse vs no-reuse"), hash_pair(11, 12));
+  EXPECT_FALSE(f.fix.empty());
+}
+
+TEST(TraceCheck_StaleStatic, SilentWhenHostHashEqualsResidentWrite) {
+  // The host data is what call 1 wrote: the BO was clobbered, not the data changed.
+  auto b = stale_lut();
+  b.at(2).slot(1).hash(11);
+  EXPECT_TRUE(run_check(run_stale_static, b.build()).empty());
+}
+
+TEST(TraceCheck_StaleStatic, ComparesWithWrittenHashNotHostHashOfFirstCall) {
+  // Call 1 wrote other bytes (42) than its host hash: call 2's hash 11 is a change.
+  auto b = stale_lut();
+  b.at(1).slot(1).written(42);
+  b.at(2).slot(1).hash(11);
+  auto v = run_check(run_stale_static, b.build());
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  EXPECT_EQ(v[0].call, 2);
+}
+
+TEST(TraceCheck_StaleStatic, SilentWhenBindingDiffers) {
+  auto b = stale_lut();
+  b.at(2).slot(1).var("lut2");
+  Trace t = b.build();
+  EXPECT_TRUE(run_check(run_stale_static, t).empty());
+  // ... that is key-collision's run part.
+  auto k = run_check(run_key_collision, t);
+  ASSERT_EQ(k.size(), 1u) << describe(k);
+  EXPECT_EQ(k[0].call, 2);
+  EXPECT_EQ(k[0].slot, 1);
+}
+
+TEST(TraceCheck_StaleStatic, SilentWhenSlotIsAliased) {
+  auto b = stale_lut();
+  b.at(1).alias(1, "lut_pool");
+  b.at(2).alias(1, "lut_pool");
+  Trace t = b.build();
+  ASSERT_EQ(t.calls[1].slots[1].place.pool, BoPool::alias);
+  EXPECT_TRUE(run_check(run_stale_static, t).empty());
+}
+
+TEST(TraceCheck_StaleStatic, SilentWhenCallFailed) {
+  auto b = stale_lut();
+  b.at(2).failed();
+  EXPECT_TRUE(run_check(run_stale_static, b.build()).empty());
+}
+
+TEST(TraceCheck_StaleStatic, SilentWhenPlaceholder) {
+  auto b = stale_lut();
+  b.at(2).slot(1).placeholder("lut").hash(12);
+  EXPECT_TRUE(run_check(run_stale_static, b.build()).empty());
+}
+
+TEST(TraceCheck_StaleStatic, SilentWhenSlotWasWritten) {
+  auto b = stale_lut();
+  b.at(2).slot(1).written();
+  EXPECT_TRUE(run_check(run_stale_static, b.build()).empty());
+}
+
+TEST(TraceCheck_StaleStatic, SilentWhenBoIsOfAnotherSize) {
+  // A resized BO is size-mismatch's finding, not this one.
+  auto b = stale_lut();
+  b.at(2).slot(1).bytes(32);
+  Trace t = b.build();
+  EXPECT_TRUE(run_check(run_stale_static, t).empty());
+  EXPECT_FALSE(run_check(run_size_mismatch, t).empty());
+}
+
+TEST(TraceCheck_StaleStatic, SilentWithoutNoReuseCapability) {
+  auto b = stale_lut();
+  b.caps(only_caps(true, false));
+  EXPECT_TRUE(run_check(run_stale_static, b.build()).empty());
+}
+
+TEST(TraceCheck_StaleStatic, RepeatsMergeIntoFirstOccurrence) {
+  auto b = stale_lut();
+  b.call("rope", "rope_dec").statics({1}).token(2).slot(1).var("lut").hash(13).pre(11, 13);
+  auto v = run_check(run_stale_static, b.build());
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  EXPECT_EQ(v[0].call, 2);
+  EXPECT_EQ(v[0].occurrences, 2);
+  EXPECT_EQ(v[0].last_call, 3);
+  EXPECT_TRUE(contains(v[0].message, "changed since call 1"));
+}
+
+// ---- key-collision ------------------------------------------------------------------------
+
+// Two layers binding w[0] and w[1] to the static slot, under keys key0 and key1.
+TraceBuilder two_layers(const std::string& key0, const std::string& key1) {
+  TraceBuilder b;
+  b.kernel("proj", {"x", "w", "out"});
+  b.call("proj", key0).statics({1}).layer(0).slot(1).tensor("w[0]").hash(5);
+  b.call("proj", key1).statics({1}).layer(1).slot(1).tensor("w[1]").hash(6).pre(5, 6);
+  return b;
+}
+
+TEST(TraceCheck_KeyCollision, FiresWhenOneKeyBindsTwoTensorsLint) {
+  auto b = two_layers("proj_dec", "proj_dec");
+  b.identities_only();
+  auto v = run_check(run_key_collision, b.build());
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  const Finding& f = v[0];
+  EXPECT_EQ(f.check, "key-collision");
+  EXPECT_EQ(f.severity, Severity::error);
+  EXPECT_EQ(f.call, 2);
+  EXPECT_EQ(f.slot, 1);
+  EXPECT_EQ(f.layer, 1);
+  EXPECT_EQ(f.key_first_call, 1);
+  EXPECT_EQ(f.message,
+            "bo_key 'proj_dec' already holds 'w[0]' in static slot w; this call binds 'w[1]', "
+            "which will not be written");
+  EXPECT_EQ(evidence(f, "resident binding"), "w[0]");
+  EXPECT_EQ(evidence(f, "this binding"), "w[1]");
+}
+
+TEST(TraceCheck_KeyCollision, SilentWithPerLayerKeysLint) {
+  auto b = two_layers("proj_L0", "proj_L1");
+  b.identities_only();
+  EXPECT_TRUE(run_check(run_key_collision, b.build()).empty());
+}
+
+TEST(TraceCheck_KeyCollision, SilentInAnotherNamespaceLint) {
+  auto b = two_layers("proj_dec", "proj_dec");
+  b.identities_only();
+  b.at(2).ns("engine2");
+  EXPECT_TRUE(run_check(run_key_collision, b.build()).empty());
+}
+
+TEST(TraceCheck_KeyCollision, LintComparesPlaceholderBindings) {
+  auto b = two_layers("proj_dec", "proj_dec");
+  b.identities_only();
+  b.at(2).slot(1).placeholder("w[1]");
+  auto v = run_check(run_key_collision, b.build());
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  EXPECT_EQ(evidence(v[0], "this binding"), "w[1]");
+}
+
+TEST(TraceCheck_KeyCollision, LintLeavesVarBindingsToTheRun) {
+  auto b = two_layers("proj_dec", "proj_dec");
+  b.identities_only();
+  b.at(1).slot(1).var("h0");
+  b.at(2).slot(1).var("h1");
+  EXPECT_TRUE(run_check(run_key_collision, b.build()).empty());
+}
+
+TEST(TraceCheck_KeyCollision, LintRepeatsMergeIntoFirstOccurrence) {
+  auto b = two_layers("proj_dec", "proj_dec");
+  b.identities_only();
+  b.call("proj", "proj_dec").statics({1}).layer(2).slot(1).tensor("w[2]");
+  auto v = run_check(run_key_collision, b.build());
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  EXPECT_EQ(v[0].call, 2);
+  EXPECT_EQ(v[0].occurrences, 2);
+  EXPECT_EQ(v[0].last_call, 3);
+  EXPECT_EQ(evidence(v[0], "this binding"), "w[1]");
+}
+
+TEST(TraceCheck_KeyCollision, FiresWhenStaleStaticHoldsOtherBindingRun) {
+  // Vars: the lint part is silent, only the run sees the collision.
+  auto b = two_layers("proj_dec", "proj_dec");
+  b.at(1).slot(1).var("h0");
+  b.at(2).slot(1).var("h1");
+  auto v = run_check(run_key_collision, b.build());
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  const Finding& f = v[0];
+  EXPECT_EQ(f.call, 2);
+  EXPECT_EQ(f.slot, 1);
+  EXPECT_EQ(f.severity, Severity::error);
+  EXPECT_EQ(f.message,
+            "static slot w should hold 'h1' but the BO of 'proj_dec' still holds 'h0' from call 1");
+  EXPECT_EQ(evidence(f, "resident binding"), "h0");
+  EXPECT_EQ(evidence(f, "device bytes reuse vs no-reuse"), hash_pair(5, 6));
+}
+
+TEST(TraceCheck_KeyCollision, SilentWithPerLayerKeysRun) {
+  // Layer 1's key is new: its static slot is written, never stale.
+  auto b = two_layers("proj_L0", "proj_L1");
+  b.at(1).slot(1).var("h0");
+  b.at(2).slot(1).var("h1");
+  EXPECT_TRUE(run_check(run_key_collision, b.build()).empty());
+}
+
+TEST(TraceCheck_KeyCollision, SilentRunWhenResidentBindingIsTheSame) {
+  auto b = two_layers("proj_dec", "proj_dec");
+  b.at(1).slot(1).var("h0");
+  b.at(2).slot(1).var("h0");
+  Trace t = b.build();
+  EXPECT_TRUE(run_check(run_key_collision, t).empty());
+  EXPECT_EQ(run_check(run_stale_static, t).size(), 1u);  // same binding: stale-static
+}
+
+TEST(TraceCheck_KeyCollision, LintAndRunOfOneCallMergeKeepingLintMessage) {
+  auto v = run_check(run_key_collision, two_layers("proj_dec", "proj_dec").build());
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  EXPECT_EQ(v[0].call, 2);
+  EXPECT_EQ(v[0].occurrences, 1);
+  EXPECT_TRUE(contains(v[0].message, "already holds 'w[0]'"));
+}
+
+// ---- size-mismatch ------------------------------------------------------------------------
+
+// Prefill (512 bytes) and decode (64 bytes) share one LM-head key.
+TraceBuilder shared_lm_head(bool shared_nonstatic) {
+  TraceBuilder b;
+  b.kernel("lm_head", {"x", "w", "out"});
+  b.call("lm_head", "lm_head").statics({1}).shared_nonstatic(shared_nonstatic).slot(0).bytes(512);
+  b.call("lm_head", "lm_head").statics({1}).shared_nonstatic(shared_nonstatic).slot(0).bytes(64);
+  return b;
+}
+
+TEST(TraceCheck_SizeMismatch, FiresWhenSlotBytesDifferFromKeysFirstCallLint) {
+  auto b = shared_lm_head(false);
+  b.identities_only();
+  auto v = run_check(run_size_mismatch, b.build());
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  const Finding& f = v[0];
+  EXPECT_EQ(f.check, "size-mismatch");
+  EXPECT_EQ(f.severity, Severity::error);
+  EXPECT_EQ(f.call, 2);
+  EXPECT_EQ(f.slot, 0);
+  EXPECT_EQ(f.key_first_call, 1);
+  EXPECT_EQ(f.message, "slot x is 64 bytes but the BO of 'lm_head' was sized 512 bytes at call 1");
+}
+
+TEST(TraceCheck_SizeMismatch, SilentWhenSlotBytesAgreeLint) {
+  auto b = shared_lm_head(false);
+  b.identities_only();
+  b.at(2).slot(0).bytes(512);
+  EXPECT_TRUE(run_check(run_size_mismatch, b.build()).empty());
+}
+
+TEST(TraceCheck_SizeMismatch, SilentWhenSlotIsInSharedNonstaticPool) {
+  // Shared pools are keyed by size: a new size gets its own BO (lint and run agree).
+  Trace t = shared_lm_head(true).build();
+  ASSERT_EQ(t.calls[1].slots[0].place.pool, BoPool::shared);
+  EXPECT_TRUE(run_check(run_size_mismatch, t).empty()) << describe(run_check(run_size_mismatch, t));
+  EXPECT_EQ(run_check(run_size_mismatch, shared_lm_head(false).build()).size(), 1u);
+}
+
+TEST(TraceCheck_SizeMismatch, FiresForStaticSlotEvenWithSharedNonstatic) {
+  auto b = shared_lm_head(true);
+  b.identities_only();
+  b.at(2).slot(0).bytes(512);
+  b.at(2).slot(1).bytes(128);
+  auto v = run_check(run_size_mismatch, b.build());
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  EXPECT_EQ(v[0].slot, 1);
+  EXPECT_TRUE(contains(v[0].message, "slot w is 128 bytes"));
+}
+
+TEST(TraceCheck_SizeMismatch, LintAndRunOfOneSlotMerge) {
+  // Full capabilities: the run's size note on call 2 repeats lint's and is merged into it.
+  auto v = run_check(run_size_mismatch, shared_lm_head(false).build());
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  EXPECT_EQ(v[0].call, 2);
+  EXPECT_EQ(v[0].occurrences, 1);
+  EXPECT_TRUE(contains(v[0].message, "was sized 512 bytes at call 1"));
+}
+
+// Kernel k3 (3 slots) creates key K; k4 (4 slots) reuses it when same_key.
+TraceBuilder slot_counts(bool same_key) {
+  TraceBuilder b;
+  b.kernel("k3", {"a", "b", "out"}).kernel("k4", {"a", "b", "c", "out"});
+  b.call("k3", "K");
+  b.call("k4", same_key ? "K" : "K4");
+  return b;
+}
+
+TEST(TraceCheck_SizeMismatch, FiresWhenSlotCountDiffersLint) {
+  auto b = slot_counts(true);
+  b.identities_only();
+  auto v = run_check(run_size_mismatch, b.build());
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  EXPECT_EQ(v[0].call, 2);
+  EXPECT_EQ(v[0].slot, -1);
+  EXPECT_EQ(v[0].kernel, "k4");
+  EXPECT_EQ(v[0].key_first_call, 1);
+  EXPECT_EQ(v[0].message, "bo_key 'K' was created with 3 slots at call 1 (k3); this call passes 4");
+}
+
+TEST(TraceCheck_SizeMismatch, SilentWhenOtherSlotCountHasOwnKey) {
+  auto b = slot_counts(false);
+  EXPECT_TRUE(run_check(run_size_mismatch, b.build()).empty());
+}
+
+TEST(TraceCheck_SizeMismatch, RunNotesSlotBeyondFirstCallsCount) {
+  auto v = run_check(run_size_mismatch, slot_counts(true).build());
+  ASSERT_EQ(v.size(), 2u) << describe(v);
+  EXPECT_EQ(v[0].slot, -1);  // lint
+  EXPECT_EQ(v[1].call, 2);
+  EXPECT_EQ(v[1].slot, 3);
+  EXPECT_EQ(v[1].slot_name, "out");
+  EXPECT_EQ(v[1].message,
+            "bo_key 'K' was created with 3 slots at call 1; this call passes 4, so slot 3 gets a "
+            "BO the first call never set up");
+}
+
+// A producer's output and a consumer's input on one alias pool.
+TraceBuilder alias_sizes(size_t producer, size_t consumer) {
+  TraceBuilder b;
+  b.kernel("prod", {"x", "y"}).kernel("cons", {"y", "z"});
+  b.call("prod", "P").alias(1, "act").slot(1).bytes(producer);
+  b.call("cons", "C").alias(0, "act").slot(0).bytes(consumer);
+  return b;
+}
+
+TEST(TraceCheck_SizeMismatch, FiresWhenAliasPoolSizesDifferLint) {
+  auto b = alias_sizes(256, 128);
+  b.identities_only();
+  auto v = run_check(run_size_mismatch, b.build());
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  EXPECT_EQ(v[0].call, 2);
+  EXPECT_EQ(v[0].slot, 0);
+  EXPECT_EQ(v[0].kernel, "cons");
+  EXPECT_EQ(v[0].key_first_call, 1);  // the pool's first user
+  EXPECT_EQ(v[0].message, "alias pool 'act' holds 256 bytes; slot y needs 128");
+}
+
+TEST(TraceCheck_SizeMismatch, SilentWhenAliasPoolSizesAgree) {
+  EXPECT_TRUE(run_check(run_size_mismatch, alias_sizes(256, 256).build()).empty());
+}
+
+TEST(TraceCheck_SizeMismatch, FiresWhenBoBytesDifferFromHostBytesRun) {
+  // A BO sized elsewhere (e.g. by a recorded engine): only the run knows.
+  TraceBuilder b;
+  b.kernel("proj", {"x", "w", "out"});
+  b.call("proj", "K").slot(0).bytes(512).bo_bytes(256);
+  auto v = run_check(run_size_mismatch, b.build());
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  EXPECT_EQ(v[0].call, 1);
+  EXPECT_EQ(v[0].slot, 0);
+  EXPECT_EQ(v[0].message,
+            "slot x is 512 bytes but its BO (key:K/0) was sized 256 bytes at first use");
+
+  b.at(1).slot(0).bo_bytes(512);
+  EXPECT_TRUE(run_check(run_size_mismatch, b.build()).empty());
+}
+
+TEST(TraceCheck_SizeMismatch, SilentRunPartWithoutRunCapability) {
+  TraceBuilder b;
+  b.kernel("proj", {"x", "w", "out"});
+  b.call("proj", "K").slot(0).bytes(512).bo_bytes(256);
+  b.caps(only_caps(false, true));
+  EXPECT_TRUE(run_check(run_size_mismatch, b.build()).empty());
+}
+
+// ---- static-clobber -----------------------------------------------------------------------
+
+// A norm kernel that writes into its static gamma slot (hash 5 -> 6 in the no-reuse engine).
+TraceBuilder clobber(std::vector<int> statics) {
+  TraceBuilder b;
+  b.kernel("norm", {"x", "g", "out"});
+  b.call("norm", "norm_L0").statics(std::move(statics)).slot(1).tensor("g[0]").hash(5).post(5, 6);
+  return b;
+}
+
+TEST(TraceCheck_StaticClobber, FiresWhenKernelWritesStaticSlot) {
+  auto v = run_check(run_static_clobber, clobber({1}).build());
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  const Finding& f = v[0];
+  EXPECT_EQ(f.check, "static-clobber");
+  EXPECT_EQ(f.severity, Severity::error);
+  EXPECT_EQ(f.call, 1);
+  EXPECT_EQ(f.slot, 1);
+  EXPECT_TRUE(f.first_call_of_key);
+  EXPECT_EQ(f.message,
+            "kernel norm wrote into static slot g; later calls of 'norm_L0' will read the "
+            "clobbered bytes");
+  EXPECT_EQ(evidence(f, "static BO before vs after dispatch"), hash_pair(5, 6));
+}
+
+TEST(TraceCheck_StaticClobber, SilentOnInputSlot) {
+  EXPECT_TRUE(run_check(run_static_clobber, clobber({}).build()).empty());
+}
+
+TEST(TraceCheck_StaticClobber, SilentWhenStaticSlotUnchanged) {
+  auto b = clobber({1});
+  b.at(1).slot(1).post(5, 5);
+  EXPECT_TRUE(run_check(run_static_clobber, b.build()).empty());
+}
+
+TEST(TraceCheck_StaticClobber, NeedsOnlyNoReuse) {
+  auto b = clobber({1});
+  b.caps(only_caps(false, true));
+  EXPECT_EQ(run_check(run_static_clobber, b.build()).size(), 1u);
+  b.caps(only_caps(true, false));
+  EXPECT_TRUE(run_check(run_static_clobber, b.build()).empty());
+}
+
+// ---- intermediate-read --------------------------------------------------------------------
+
+// A GEMM accumulating into intermediate slot acc: on call 2 (and later) the skipped slot holds
+// call 1's result (7) where the no-reuse engine has fresh zeros (0), and the body reads it.
+TraceBuilder accumulate(int calls = 2) {
+  TraceBuilder b;
+  b.kernel("gemm", {"a", "b", "acc"});
+  for (int i = 0; i < calls; ++i)
+    b.call("gemm", "gemm_L0").inters({2}).slot(2).zeros().access(true, false, true);
+  b.at(2).slot(2).pre(7, 0).post(8, 9).diffs(64, 16);
+  return b;
+}
+
+TEST(TraceCheck_IntermediateRead, FiresWhenStaleBytesReadAndWrittenDifferently) {
+  Trace t = accumulate().build();
+  ASSERT_FALSE(t.calls[1].slots[2].written);
+  auto v = run_check(run_intermediate_read, t);
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  const Finding& f = v[0];
+  EXPECT_EQ(f.check, "intermediate-read");
+  EXPECT_EQ(f.severity, Severity::error);
+  EXPECT_EQ(f.call, 2);
+  EXPECT_EQ(f.slot, 2);
+  EXPECT_FALSE(f.latent);
+  EXPECT_EQ(f.message,
+            "intermediate slot acc held stale bytes and the kernel read them: 48 bytes it wrote "
+            "differ from the no-reuse engine's");
+  EXPECT_EQ(evidence(f, "device bytes before (reuse vs no-reuse)"), hash_pair(7, 0));
+  EXPECT_EQ(evidence(f, "device bytes after (reuse vs no-reuse)"), hash_pair(8, 9));
+}
+
+TEST(TraceCheck_IntermediateRead, FiresSilentReadWhenOutputsDiverged) {
+  auto b = accumulate();
+  b.at(2).slot(2).post(9, 9);
+  b.at(2).diverged(2, 0.5);
+  auto v = run_check(run_intermediate_read, b.build());
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  EXPECT_EQ(v[0].call, 2);
+  EXPECT_FALSE(v[0].latent);
+  EXPECT_EQ(v[0].message,
+            "intermediate slot acc held stale bytes and the kernel read them: the outputs "
+            "diverged");
+}
+
+TEST(TraceCheck_IntermediateRead, SilentWhenPostEqualAndOutputsAgree) {
+  auto b = accumulate();
+  b.at(2).slot(2).post(9, 9);
+  EXPECT_TRUE(run_check(run_intermediate_read, b.build()).empty());
+}
+
+TEST(TraceCheck_IntermediateRead, SilentWhenBodyDoesNotReadBeforeWrite) {
+  auto b = accumulate();
+  b.at(2).slot(2).access(false, true, true);
+  EXPECT_TRUE(run_check(run_intermediate_read, b.build()).empty());
+}
+
+TEST(TraceCheck_IntermediateRead, SilentWhenAnotherNonIntermediateSlotWasStale) {
+  auto b = accumulate();
+  b.at(2).slot(1).pre(3, 4);
+  EXPECT_TRUE(run_check(run_intermediate_read, b.build()).empty());
+}
+
+TEST(TraceCheck_IntermediateRead, SilentWhenOnlyStaleBytesDiffer) {
+  // Every differing byte kept its stale value: the kernel did not write them (partial-overwrite).
+  auto b = accumulate();
+  b.at(2).slot(2).diffs(64, 64);
+  Trace t = b.build();
+  EXPECT_TRUE(run_check(run_intermediate_read, t).empty());
+  EXPECT_EQ(run_check(run_partial_overwrite, t).size(), 1u);
+}
+
+TEST(TraceCheck_IntermediateRead, SilentWhenCallFailed) {
+  auto b = accumulate();
+  b.at(2).failed();
+  EXPECT_TRUE(run_check(run_intermediate_read, b.build()).empty());
+}
+
+TEST(TraceCheck_IntermediateRead, SilentWithoutByteDiffsCapability) {
+  auto b = accumulate();
+  b.caps(only_caps(true, true, false, true));
+  EXPECT_TRUE(run_check(run_intermediate_read, b.build()).empty());
+}
+
+// Three calls of the accumulating GEMM whose stale bytes equal fresh ones (nothing differs).
+TraceBuilder accumulate_unstale() {
+  auto b = accumulate(3);
+  b.at(2).slot(2).pre(0, 0).post(9, 9).diffs(0, 0);
+  return b;
+}
+
+TEST(TraceCheck_IntermediateRead, LatentWhenProbeSaysSlotIsRead) {
+  auto b = accumulate_unstale();
+  b.at(2).slot(2).probe(true);
+  Trace t = b.build();
+  ASSERT_TRUE(t.header.caps.probe);
+  auto v = run_check(run_intermediate_read, t);
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  EXPECT_EQ(v[0].call, 2);
+  EXPECT_EQ(v[0].slot, 2);
+  EXPECT_TRUE(v[0].latent);
+  EXPECT_EQ(v[0].severity, Severity::error);
+  EXPECT_TRUE(contains(v[0].message, "filling it with a canary changed the outputs"));
+  EXPECT_EQ(evidence(v[0], "stale before dispatch"), "no");
+}
+
+TEST(TraceCheck_IntermediateRead, SilentWhenProbeSaysSlotIsNotRead) {
+  auto b = accumulate_unstale();
+  b.at(2).slot(2).probe(false);
+  EXPECT_TRUE(run_check(run_intermediate_read, b.build()).empty());
+}
+
+TEST(TraceCheck_IntermediateRead, LatentIsSupersededByLaterRealFinding) {
+  auto b = accumulate_unstale();
+  b.at(2).slot(2).probe(true);
+  b.at(3).slot(2).pre(7, 0).post(8, 9).diffs(64, 16);
+  auto v = run_check(run_intermediate_read, b.build());
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  EXPECT_EQ(v[0].call, 3);
+  EXPECT_FALSE(v[0].latent);
+  EXPECT_EQ(v[0].occurrences, 2);
+  EXPECT_EQ(v[0].last_call, 3);
+  EXPECT_TRUE(contains(v[0].message, "48 bytes it wrote differ"));
+}
+
+TEST(TraceCheck_IntermediateRead, RealFindingIsNotDowngradedByLaterLatent) {
+  auto b = accumulate(3);
+  b.at(3).slot(2).probe(true);
+  auto v = run_check(run_intermediate_read, b.build());
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  EXPECT_EQ(v[0].call, 2);
+  EXPECT_FALSE(v[0].latent);
+  EXPECT_EQ(v[0].occurrences, 2);
+  EXPECT_EQ(v[0].last_call, 3);
+}
+
+// ---- partial-overwrite --------------------------------------------------------------------
+
+// A padded-tile kernel: on call 2 the skipped intermediate slot out is stale (7 vs 0) and
+// after dispatch differs from the no-reuse engine's in 32 bytes, all still holding stale data.
+TraceBuilder padded(int calls = 2) {
+  TraceBuilder b;
+  b.kernel("tile", {"a", "out"});
+  for (int i = 0; i < calls; ++i)
+    b.call("tile", "tile_L0").inters({1}).slot(1).zeros().access(false, false, true);
+  b.at(2).slot(1).pre(7, 0).post(8, 9).diffs(32, 32);
+  return b;
+}
+
+TEST(TraceCheck_PartialOverwrite, FiresWhenAllDifferingBytesAreStale) {
+  auto v = run_check(run_partial_overwrite, padded().build());
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  const Finding& f = v[0];
+  EXPECT_EQ(f.check, "partial-overwrite");
+  EXPECT_EQ(f.severity, Severity::error);
+  EXPECT_EQ(f.call, 2);
+  EXPECT_EQ(f.slot, 1);
+  EXPECT_FALSE(f.latent);
+  EXPECT_EQ(f.message,
+            "intermediate slot out: 32 of 64 bytes were not written by the kernel and still hold "
+            "an earlier call's data");
+  EXPECT_EQ(evidence(f, "stale bytes"), "32");
+  EXPECT_EQ(evidence(f, "device bytes after (reuse vs no-reuse)"), hash_pair(8, 9));
+}
+
+TEST(TraceCheck_PartialOverwrite, SilentWhenBodyOverwritesWholeSlot) {
+  auto b = padded();
+  b.at(2).slot(1).access(false, true, true);
+  EXPECT_TRUE(run_check(run_partial_overwrite, b.build()).empty());
+}
+
+TEST(TraceCheck_PartialOverwrite, SilentWhenSomeDifferingBytesWereWritten) {
+  auto b = padded();
+  b.at(2).slot(1).diffs(32, 16);
+  EXPECT_TRUE(run_check(run_partial_overwrite, b.build()).empty());
+}
+
+TEST(TraceCheck_PartialOverwrite, SilentWhenAnInputWasStale) {
+  auto b = padded();
+  b.at(2).slot(0).pre(3, 4);
+  EXPECT_TRUE(run_check(run_partial_overwrite, b.build()).empty());
+}
+
+TEST(TraceCheck_PartialOverwrite, LatentWhenProbeFindsUnwrittenBytes) {
+  auto b = padded();
+  b.at(2).slot(1).pre(0, 0).post(9, 9).diffs(0, 0).probe(false, 16);
+  auto v = run_check(run_partial_overwrite, b.build());
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  EXPECT_EQ(v[0].call, 2);
+  EXPECT_TRUE(v[0].latent);
+  EXPECT_EQ(v[0].message,
+            "intermediate slot out: 16 of 64 bytes kept a canary through dispatch, so the kernel "
+            "never writes them; stale bytes there do not differ yet");
+  EXPECT_EQ(evidence(v[0], "probe"), "canary survived in 16 bytes");
+}
+
+TEST(TraceCheck_PartialOverwrite, SilentWhenProbeFindsNoUnwrittenBytes) {
+  auto b = padded();
+  b.at(2).slot(1).pre(0, 0).post(9, 9).diffs(0, 0).probe(false, 0);
+  EXPECT_TRUE(run_check(run_partial_overwrite, b.build()).empty());
+}
+
+TEST(TraceCheck_PartialOverwrite, LatentIsSupersededByLaterRealFinding) {
+  auto b = padded(3);
+  b.at(2).slot(1).pre(0, 0).post(9, 9).diffs(0, 0).probe(false, 16);
+  b.at(3).slot(1).pre(7, 0).post(8, 9).diffs(32, 32);
+  auto v = run_check(run_partial_overwrite, b.build());
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  EXPECT_EQ(v[0].call, 3);
+  EXPECT_FALSE(v[0].latent);
+  EXPECT_EQ(v[0].occurrences, 2);
+  EXPECT_TRUE(contains(v[0].message, "32 of 64 bytes were not written"));
+}
+
+}  // namespace
+}  // namespace bod
