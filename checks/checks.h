@@ -1,6 +1,9 @@
 // The built-in checks (one file each) for the registry, plus small helpers several share.
 #pragma once
+#include <functional>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "checks/check.h"
 
@@ -35,6 +38,17 @@ bool only_intermediates_stale(const TraceCall& c);
 // Why the reuse engine's BO for slot `s` of `c` does not fit this call ("" when it does): its
 // size differs from this call's array, or the key's first call set up fewer slots.
 std::string size_note(const Trace& t, const TraceCall& c, const TraceSlot& s);
+// What the calls of one (namespace, bo_key) did with one slot index, over the calls that ran:
+// the first of them, how many, and whether `holds(first slot, this slot)` held on every one.
+struct KeySlotRun {
+  const TraceCall* first = nullptr;
+  const TraceSlot* first_slot = nullptr;
+  int calls = 0;
+  bool always = true;
+};
+using KeySlotRuns = std::map<std::pair<std::string, std::string>, std::vector<KeySlotRun>>;
+KeySlotRuns key_slot_runs(const Trace& t,
+                          const std::function<bool(const TraceSlot&, const TraceSlot&)>& holds);
 // The check's rule needs data the trace lacks.
 bool lacks(const Trace& t, const CheckInfo& info);
 

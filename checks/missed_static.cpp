@@ -18,49 +18,25 @@ const CheckInfo kInfo{
     0,
     false};
 
-struct Acc {
-  const TraceCall* first = nullptr;
-  int calls = 0;
-  uint64_t hash = 0;
-  bool constant = true;
-  size_t bytes = 0;
-};
-
 }  // namespace
 
 void run_missed_static(const Trace& t, FindingSink& sink) {
   if (lacks(t, kInfo)) return;
-  std::map<std::pair<std::string, std::string>, std::vector<Acc>> acc;  // (ns, key) -> slots
-  for (auto& c : t.calls) {
-    if (c.failed) continue;
-    auto it = acc.find({c.ns, c.bo_key});
-    if (it == acc.end()) it = acc.emplace(std::make_pair(c.ns, c.bo_key), std::vector<Acc>()).first;
-    auto& slots = it->second;
-    if (slots.size() < c.slots.size()) slots.resize(c.slots.size());
-    for (auto& s : c.slots) {
-      auto& a = slots[static_cast<size_t>(s.slot)];
-      bool eligible = s.role == SlotRole::input && !s.output && s.noreuse_post == s.noreuse_pre &&
-                      (s.host.source == ArraySource::tensor || s.host.source == ArraySource::var);
-      if (!a.first) {
-        a.first = &c;
-        a.hash = s.host.hash;
-        a.bytes = s.host.bytes;
-      }
-      a.calls++;
-      a.constant = a.constant && eligible && s.host.hash == a.hash;
-    }
-  }
-  for (auto& [k, slots] : acc)
-    for (size_t slot = 0; slot < slots.size(); ++slot) {
-      const Acc& a = slots[slot];
-      if (!a.first || !a.constant || a.calls < 2) continue;
-      Finding f = make_finding(kInfo, *a.first, static_cast<int>(slot), a.first->key_first_call);
-      f.message = "slot " + f.slot_name + " of bo_key '" + k.second +
-                  "' is re-uploaded with "
-                  "the same " +
-                  std::to_string(a.bytes) + " bytes on all " + std::to_string(a.calls) +
-                  " calls; static would save " + std::to_string(a.bytes) + " bytes per later call";
-      f.evidence = {{"calls", std::to_string(a.calls)}, {"bytes/call", std::to_string(a.bytes)}};
+  auto runs = key_slot_runs(t, [](const TraceSlot& first, const TraceSlot& s) {
+    return s.role == SlotRole::input && !s.output && s.noreuse_post == s.noreuse_pre &&
+           (s.host.source == ArraySource::tensor || s.host.source == ArraySource::var) &&
+           s.host.hash == first.host.hash;
+  });
+  for (auto& [key, slots] : runs)
+    for (auto& r : slots) {
+      if (!r.first || !r.always || r.calls < 2) continue;
+      size_t bytes = r.first_slot->host.bytes;
+      Finding f = make_finding(kInfo, *r.first, r.first_slot->slot, r.first->key_first_call);
+      f.message = "slot " + f.slot_name + " of bo_key '" + key.second +
+                  "' is re-uploaded with the same " + std::to_string(bytes) + " bytes on all " +
+                  std::to_string(r.calls) + " calls; static would save " + std::to_string(bytes) +
+                  " bytes per later call";
+      f.evidence = {{"calls", std::to_string(r.calls)}, {"bytes/call", std::to_string(bytes)}};
       sink.add(std::move(f));
     }
 }

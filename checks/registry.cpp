@@ -54,6 +54,25 @@ bool only_intermediates_stale(const TraceCall& c) {
   return true;
 }
 
+KeySlotRuns key_slot_runs(const Trace& t,
+                          const std::function<bool(const TraceSlot&, const TraceSlot&)>& holds) {
+  KeySlotRuns runs;
+  for (auto& c : t.calls) {
+    if (c.failed) continue;
+    auto it = runs.find({c.ns, c.bo_key});
+    if (it == runs.end()) it = runs.emplace(std::make_pair(c.ns, c.bo_key), 0).first;
+    auto& slots = it->second;
+    if (slots.size() < c.slots.size()) slots.resize(c.slots.size());
+    for (auto& s : c.slots) {
+      KeySlotRun& r = slots[static_cast<size_t>(s.slot)];
+      if (!r.first) r.first = &c, r.first_slot = &s;
+      r.calls++;
+      r.always = r.always && holds(*r.first_slot, s);
+    }
+  }
+  return runs;
+}
+
 bool lacks(const Trace& t, const CheckInfo& info) {
   return (info.needs & ~trace_has(t.header.caps)) != 0;
 }

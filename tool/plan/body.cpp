@@ -10,6 +10,23 @@ void Body::run(const std::vector<TensorRef>& slots) const {
   }
 }
 
+Result<std::map<std::string, double>> eval_params(const OpInfo& op,
+                                                  const std::map<std::string, Param>& given,
+                                                  const Env& env, const std::string& path) {
+  std::map<std::string, double> out;
+  for (auto& p : op.params) {
+    auto it = given.find(p.name);
+    double v = p.default_value;
+    if (it != given.end()) {
+      auto r = it->second.eval(env);
+      if (!r) return Error{path + "/" + p.name, r.error().what};
+      v = r.value();
+    }
+    out[p.name] = v;
+  }
+  return out;
+}
+
 Result<Body> bind_body(const KernelDecl& k, const Env& env, const std::vector<Shape>& shapes) {
   Body b;
   for (auto& d : k.body) {
@@ -21,16 +38,7 @@ Result<Body> bind_body(const KernelDecl& k, const Env& env, const std::vector<Sh
       op.call.operands[role] =
           TensorRef{nullptr, k.slots[static_cast<size_t>(s)].dtype, shapes[static_cast<size_t>(s)]};
     }
-    for (auto& p : d.info->params) {
-      auto it = d.params.find(p.name);
-      double v = p.default_value;
-      if (it != d.params.end()) {
-        auto r = it->second.eval(env);
-        if (!r) return Error{d.path + "/" + p.name, r.error().what};
-        v = r.value();
-      }
-      op.call.params[p.name] = v;
-    }
+    BOD_TRY(op.call.params, eval_params(*d.info, d.params, env, d.path));
     b.ops.push_back(std::move(op));
   }
   return b;

@@ -18,6 +18,12 @@ struct Body {
   void run(const std::vector<TensorRef>& slots) const;
 };
 
+// An op's params evaluated in `env`, defaults for those not given; errors name path/param.
+// (Kernel body ops and host steps share it.)
+Result<std::map<std::string, double>> eval_params(const OpInfo& op,
+                                                  const std::map<std::string, Param>& given,
+                                                  const Env& env, const std::string& path);
+
 // Evaluates the body's params in `env` (dims + kernel params) for the given slot shapes.
 Result<Body> bind_body(const KernelDecl& k, const Env& env, const std::vector<Shape>& shapes);
 

@@ -248,16 +248,7 @@ class Expander {
       BOD_TRY(h.operands[role], bind(b, env, d.path + "/" + role));
       oc.operands[role] = bound_type(m_, h.operands[role]).value();
     }
-    for (auto& p : d.op->params) {
-      auto it = d.params.find(p.name);
-      double v = p.default_value;
-      if (it != d.params.end()) {
-        auto r = it->second.eval(env);
-        if (!r) return Error{d.path + "/" + p.name, r.error().what};
-        v = r.value();
-      }
-      h.params[p.name] = v;
-    }
+    BOD_TRY(h.params, eval_params(*d.op, d.params, env, d.path));
     oc.params = h.params;
     std::string msg = find_op(d.action) ? check_op_shapes(oc) : check_host_action(oc);
     if (!msg.empty()) return Error{d.path, msg};
