@@ -7,11 +7,11 @@ namespace {
 
 const CheckInfo kInfo{
     "alias-conflict", Severity::error,
-    "an alias or pooled BO is shared by buffers that are live at the same time, or aliases a "
-    "static slot",
+    "an alias or pooled BO is shared by buffers that are live at the same time",
     "corrupted activations, or every layer reading the first layer's weights",
-    "lint: shared_alias on a static slot, or two slots of one call on one pool; run: an "
-    "aliased slot that was not written held other bytes than the no-reuse engine's",
+    "lint: two slots of one call on one pool; run: an aliased slot that was not written held "
+    "other bytes than the no-reuse engine's (an alias on a static slot is a config-error: the "
+    "real engine raises)",
     "alias only a producer's output with its consumer's input, never a static slot, and give "
     "buffers that are live together their own pools",
     kNeedRun | kNeedNoReuse, 0, true};
@@ -21,12 +21,6 @@ void declared(const Trace& t, FindingSink& sink) {
   for (auto& c : t.calls) {
     std::map<std::string, int> used;
     for (auto& [slot, pool] : c.alias) {
-      if (c.is_static(slot)) {
-        Finding f = make_finding(kInfo, c, slot, c.key_first_call);
-        f.message = "static slot " + f.slot_name + " is aliased to pool '" + pool +
-                    "'; every key would read whatever the pool holds";
-        sink.add(std::move(f));
-      }
       auto [it, fresh] = used.emplace(pool, slot);
       if (!fresh) {
         Finding f = make_finding(kInfo, c, slot, c.key_first_call);

@@ -27,6 +27,9 @@ BOD_DECLARE_CHECK(missed_intermediate)
 BOD_DECLARE_CHECK(config_error)
 #undef BOD_DECLARE_CHECK
 
+// config-error's declaration rules fire (a plan bo-doctor does not execute); the engine-raise
+// rules do not count: those calls fail in the run as they would in the real engine.
+bool has_inconsistent_declarations(const Trace& t);
 // "a1b2...  vs  c3d4..." evidence value.
 std::string hash_pair(uint64_t a, uint64_t b);
 // True when the reuse engine skipped a slot whose device bytes then differed from the

@@ -8,13 +8,15 @@ namespace {
 
 const CheckInfo kInfo{
     "config-error", Severity::error,
-    "the declared plan is inconsistent: an index out of range, a slot both static and "
-    "intermediate, an output slot declared static, or a duplicate index",
+    "the declared plan is inconsistent (an index out of range, a slot both static and "
+    "intermediate, an output slot declared static, a duplicate index), or the real engine "
+    "raises on it (a shared_alias on a static slot, out of range, or unnamed)",
     "the engine indexes the wrong BO or skips a write it needed",
     "lint reads every call's static_input_indices, intermediate_indices and output_indices "
     "against the kernel's slot list",
     "make every index name a real slot once; a slot is static, intermediate or a plain input, "
-    "never two of them; outputs are never static",
+    "never two of them; outputs are never static; a shared_alias names an existing, non-static "
+    "slot and a non-empty pool",
     0, 0, true};
 
 void emit(FindingSink& sink, const TraceCall& c, int slot, const std::string& path,
@@ -49,26 +51,55 @@ void check_list(FindingSink& sink, const TraceCall& c, const std::vector<int>& r
   }
 }
 
+// Declarations that contradict each other or the kernel. bo-doctor does not run a plan
+// with these (what the engine would do with them is not modelled).
+void inconsistencies(const TraceCall& c, FindingSink& sink) {
+  check_list(sink, c, c.statics, "static_input_indices");
+  check_list(sink, c, c.inters, "intermediate_indices");
+  // A default output list (the last slot) is always valid.
+  check_list(sink, c, c.outputs, "output_indices");
+  for (size_t i = 0; i < c.statics.size(); ++i) {
+    int s = c.statics[i];
+    std::string path = entry_path(c, "static_input_indices", i);
+    if (c.is_inter(s)) emit(sink, c, s, path, "slot is both static and intermediate");
+    if (c.is_output(s)) emit(sink, c, s, path, "output slot is declared static");
+  }
+}
+
+// What the real engine raises before touching a BO (R581-601): the call fails there and the
+// run goes on, as it would in the engine's caller.
+void engine_raises(const TraceCall& c, FindingSink& sink) {
+  int n = static_cast<int>(c.slots.size());
+  for (auto& [slot, pool] : c.alias) {
+    if (slot < 0 || slot >= n)
+      emit(sink, c, -1, c.path + "/shared_alias",
+           "shared_alias slot " + std::to_string(slot) + " is out of range; " + c.kernel +
+               " has slots 0.." + std::to_string(n - 1) +
+               "; the real engine raises ValueError here");
+    else if (c.is_static(slot))
+      emit(sink, c, slot, c.path + "/shared_alias",
+           "static slot " + c.slots[static_cast<size_t>(slot)].name + " is aliased to pool '" +
+               pool + "'; the real engine raises ValueError here (an alias would share one "
+               "layer's weights across every bo_key)");
+    else if (pool.empty())
+      emit(sink, c, slot, c.path + "/shared_alias",
+           "shared_alias pool name of slot " + std::to_string(slot) +
+               " is empty; the real engine raises ValueError here");
+  }
+}
+
 }  // namespace
+
+bool has_inconsistent_declarations(const Trace& t) {
+  FindingSink sink;
+  for (auto& c : t.calls) inconsistencies(c, sink);
+  return !sink.sorted().empty();
+}
 
 void run_config_error(const Trace& t, FindingSink& sink) {
   for (auto& c : t.calls) {
-    int n = static_cast<int>(c.slots.size());
-    check_list(sink, c, c.statics, "static_input_indices");
-    check_list(sink, c, c.inters, "intermediate_indices");
-    // A default output list (the last slot) is always valid.
-    check_list(sink, c, c.outputs, "output_indices");
-    for (auto& [slot, pool] : c.alias)
-      if (slot < 0 || slot >= n)
-        emit(sink, c, -1, c.path + "/shared_alias",
-             "shared_alias slot " + std::to_string(slot) + " is out of range; " + c.kernel +
-                 " has slots 0.." + std::to_string(n - 1));
-    for (size_t i = 0; i < c.statics.size(); ++i) {
-      int s = c.statics[i];
-      std::string path = entry_path(c, "static_input_indices", i);
-      if (c.is_inter(s)) emit(sink, c, s, path, "slot is both static and intermediate");
-      if (c.is_output(s)) emit(sink, c, s, path, "output slot is declared static");
-    }
+    inconsistencies(c, sink);
+    engine_raises(c, sink);
   }
 }
 

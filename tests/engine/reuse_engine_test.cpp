@@ -1,4 +1,6 @@
-// ReuseEngine on the CPU device, one reuse rule per test (docs/model-format.md): which slots a call writes, how
+// ReuseEngine on the CPU device, one rule of the real KernelCache.load_and_run per test ("R" =
+// a line of mlir-air's programming_examples/llms/shared/infra/cache.py at e972f29; the tests
+// named Row_* follow the rows of the engine table in docs/model-format.md): which slots a call writes, how
 // BOs are shared (per bo_key, shared_nonstatic pools, shared_alias), sizes fixed at first use,
 // stale device bytes after a skipped write, and zero-copy output views.
 #include <gtest/gtest.h>
@@ -44,6 +46,14 @@ const char* kModel = R"({
         {"name": "out", "dtype": "f32", "shape": ["n", "C"]}
       ],
       "body": [{"op": "add", "a": "in", "b": "in", "out": "out"}]
+    },
+    "k3": {
+      "params": ["n"],
+      "slots": [
+        {"name": "x", "dtype": "f32", "shape": ["n", "C"]},
+        {"name": "y", "dtype": "f32", "shape": ["C"]}
+      ],
+      "body": [{"op": "add", "a": "y", "b": "y", "out": "y"}]
     }
   },
   "program": {"phases": [{"name": "run", "steps": []}]}
@@ -215,12 +225,9 @@ TEST(ReuseEngine, LargerArrayFailsTheCall) {
   Prepared p1 = f.prepare(1, h1);
   Prepared p2 = f.prepare(2, h2);
   EXPECT_TRUE(p2.failed);
-  // Every slot of n rows is too large; the reason names one of them (the last, today).
-  EXPECT_NE(p2.error.find("64 bytes but its BO (key:A/"), std::string::npos)
-      << p2.error;
-  EXPECT_NE(p2.error.find("was sized 32 bytes at first use"), std::string::npos)
-      << p2.error;
-  EXPECT_NE(p2.error.find("the call fails"), std::string::npos);
+  // Slot a (written) is too large: the real engine raises ValueError there (R684).
+  EXPECT_EQ(p2.error, "the real engine raises ValueError: slot a is 64 bytes but its BO (key:A/0) "
+                      "holds 32 (host write)");
   EXPECT_EQ(p2.slots[A].bo_bytes, 32u);
   EXPECT_FALSE(p2.slots[A].written);
   EXPECT_EQ(f.device(p1.slots[A].bo), h1[A]);  // nothing was written
@@ -266,8 +273,8 @@ TEST(ReuseEngine, SharedAliasGivesOneBoToTwoCalls) {
   Prepared p1 = f.prepare(1, h1);
   Prepared p2 = f.prepare(2, h2);
   EXPECT_EQ(p1.slots[OUT].bo, p2.slots[0].bo);
-  EXPECT_EQ(f.bo(1, OUT), "alias:h");
-  EXPECT_EQ(f.bo(2, 0), "alias:h");
+  EXPECT_EQ(f.bo(1, OUT), "alias:h/64");
+  EXPECT_EQ(f.bo(2, 0), "alias:h/64");
   EXPECT_NE(p2.slots[1].bo, p1.slots[OUT].bo);
   // the non-aliased slots keep their per-key BOs
   EXPECT_EQ(f.bo(1, A), "key:A/0");
@@ -346,6 +353,106 @@ TEST(ReuseEngine, WrittenOutputOverwritesHeldViewBeforeDispatch) {
   EXPECT_EQ(held, h1[OUT]);
   f.prepare(2, h2);
   EXPECT_EQ(std::vector<uint8_t>(view, view + 64), h2[OUT]);
+}
+
+
+// Row "pool lookup" (R646-658): pools are looked up only at a key's first call; a later call
+// of the key reuses the stored BO list, here a smaller shared_nonstatic slot gets the first
+// call's 64-byte pool BO (prefix write), not a 32-byte pool of its own.
+TEST(ReuseEngine, Row_PoolLookupOnlyAtTheKeysFirstCall) {
+  ojson c1 = kcall("A", 4), c2 = kcall("A", 2);
+  for (ojson* c : {&c1, &c2}) (*c)["shared_nonstatic"] = true;
+  Fixture f(std::vector<ojson>{c1, c2});
+  EXPECT_EQ(f.bo(2, A), "pool:k/0/64");
+  auto h1 = f.arrays(1, 10), h2 = f.arrays(2, 50);
+  Prepared p1 = f.prepare(1, h1);
+  Prepared p2 = f.prepare(2, h2);
+  EXPECT_EQ(p2.slots[A].bo, p1.slots[A].bo);
+  EXPECT_EQ(p2.slots[A].bo_bytes, 64u);
+  EXPECT_EQ(p2.slots[A].written_bytes, 32u);
+}
+
+// Row "shared_alias pool key" (R636): ("__alias__", name, size): one name at two sizes is two
+// BOs that silently do not share.
+TEST(ReuseEngine, Row_AliasPoolKeyedByNameAndSize) {
+  ojson prod = kcall("A", 4);
+  prod["shared_alias"] = {{"out", "h"}};
+  ojson cons = {{"call", "k2"}, {"params", {{"n", 2}}}, {"bo_key", "B"},
+                {"shared_alias", {{"in", "h"}}}};
+  Fixture f(std::vector<ojson>{prod, cons});
+  Prepared p1 = f.prepare(1, f.arrays(1, 10));
+  Prepared p2 = f.prepare(2, f.arrays(2, 50));
+  EXPECT_NE(p1.slots[OUT].bo, p2.slots[0].bo);
+  EXPECT_EQ(f.bo(1, OUT), "alias:h/64");
+  EXPECT_EQ(f.bo(2, 0), "alias:h/32");
+}
+
+// Row "alias validation" (R581-601): an alias on a static index raises ValueError before any
+// BO is touched; the key is not created, so the next call of the key is its first.
+TEST(ReuseEngine, Row_AliasOnStaticIndexRaisesBeforeAnyBo) {
+  ojson bad = kcall("A");
+  bad["shared_alias"] = {{"w", "h"}};
+  Fixture f(std::vector<ojson>{bad, kcall("A")});
+  Prepared p1 = f.prepare(1, f.arrays(1, 10));
+  EXPECT_TRUE(p1.failed);
+  EXPECT_EQ(p1.error, "the real engine raises ValueError: shared_alias must not target "
+                      "static_input_indices [1]");
+  EXPECT_EQ(p1.writes, 0);
+  EXPECT_EQ(p1.slots[A].bo, ReuseEngine::kNone);
+  EXPECT_EQ(f.call(2).key_first_call, 2);
+  Prepared p2 = f.prepare(2, f.arrays(2, 50));
+  EXPECT_FALSE(p2.failed);
+  EXPECT_EQ(p2.writes, 4);  // a first call: every slot written
+}
+
+// Row "array larger than the BO" (R684): on a skipped slot nothing raises; the kernel runs on
+// the BO the key's first call set up (the caller's array is truncated). Written: see
+// LargerArrayFailsTheCall.
+TEST(ReuseEngine, Row_LargerArrayOnASkippedSlotDoesNotRaise) {
+  auto k3 = [](int n) {
+    return ojson{{"call", "k3"}, {"params", {{"n", n}}}, {"bo_key", "A"},
+                 {"intermediate_indices", {"x"}}};
+  };
+  Fixture f(std::vector<ojson>{k3(2), k3(4)});
+  Prepared p1 = f.prepare(1, f.arrays(1, 10));
+  Prepared p2 = f.prepare(2, f.arrays(2, 50));
+  EXPECT_FALSE(p2.failed) << p2.error;
+  EXPECT_FALSE(p2.slots[0].written);
+  EXPECT_EQ(p2.slots[0].bo_bytes, 32u);  // the host array is 64 bytes
+  EXPECT_TRUE(p2.slots[1].written);
+  EXPECT_EQ(p2.shape_call, &f.call(1));  // the kernel runs with the first call's shapes
+}
+
+// Row "more args than the key's first call" (R675-688, R695-700): the launch binds only the
+// cached list; writing an argument beyond it raises IndexError, a skipped one is never seen.
+TEST(ReuseEngine, Row_ExtraArgumentHasNoBo) {
+  ojson pre = {{"call", "k2"}, {"params", {{"n", 4}}}, {"bo_key", "A"}};
+  ojson live = kcall("A");  // 4 slots under a key set up with 2
+  Fixture f(std::vector<ojson>{pre, live});
+  EXPECT_EQ(f.call(2).place[S].pool, BoPool::unbound);
+  EXPECT_EQ(f.bo(2, OUT), "unbound:A/3");
+  Prepared p1 = f.prepare(1, f.arrays(1, 10));
+  Prepared p2 = f.prepare(2, f.arrays(2, 50));
+  EXPECT_TRUE(p2.failed);
+  // slot 2 (s) is skipped, slot 3 (out) is written: the first one the engine meets decides.
+  EXPECT_NE(p2.error.find("the kernel never sees argument 2"), std::string::npos) << p2.error;
+  EXPECT_EQ(p2.slots[OUT].bo, ReuseEngine::kNone);
+  EXPECT_EQ(p2.slots[0].bo, p1.slots[0].bo);
+}
+
+// Row "namespaces": separate KernelCache instances (prefill_cache, decode_cache) are separate
+// key namespaces: one bo_key in two caches is two BO sets, each with its own first call.
+TEST(ReuseEngine, Row_SameKeyInTwoCachesIsTwoBoSets) {
+  ojson c1 = kcall("A"), c2 = kcall("A");
+  c1["cache"] = "prefill";
+  c2["cache"] = "decode";
+  Fixture f(std::vector<ojson>{c1, c2});
+  EXPECT_EQ(f.call(2).key_first_call, 2);
+  EXPECT_EQ(f.bo(2, W), "decode:key:A/1");
+  Prepared p1 = f.prepare(1, f.arrays(1, 10));
+  Prepared p2 = f.prepare(2, f.arrays(2, 50));
+  EXPECT_NE(p1.slots[W].bo, p2.slots[W].bo);
+  EXPECT_TRUE(p2.slots[W].written);  // a first call in its own cache
 }
 
 }  // namespace

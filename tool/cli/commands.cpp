@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "analysis/classify.h"
+#include "checks/checks.h"
 #include "checks/registry.h"
 #include "report/report.h"
 #include "runner/host_data.h"
@@ -88,11 +89,6 @@ Status check_format(const std::string& f) {
   return Error{"--format", "unknown format '" + f + "'; expected text, json or markdown"};
 }
 
-bool has_config_error(const Trace& t) {
-  FindingSink sink;
-  find_check("config-error")->run(t, sink);
-  return !sink.sorted().empty();
-}
 
 Status save_trace(const CommandOptions& o, const Trace& t) {
   if (o.save_trace.empty()) return ok_status();
@@ -119,7 +115,7 @@ CommandResult cmd_check(const CommandOptions& o) {
   auto p = load_plan(o, m);
   if (!p) return fail(at_model(o, p.error()));
   Trace t = plan_trace(p.value(), o.model);
-  if (!has_config_error(t)) {
+  if (!has_inconsistent_declarations(t)) {
     RunOptions ro;
     ro.probe = o.probe;
     ro.timings = o.timings || o.format == "markdown";  // the reuse block shows times

@@ -7,6 +7,7 @@ const char* bo_pool_name(BoPool p) {
     case BoPool::key: return "key";
     case BoPool::shared: return "shared";
     case BoPool::alias: return "alias";
+    case BoPool::unbound: return "unbound";
   }
   return "?";
 }
@@ -17,7 +18,8 @@ std::string Placement::label() const {
     case BoPool::key: return pre + "key:" + name + "/" + std::to_string(index);
     case BoPool::shared:
       return pre + "pool:" + name + "/" + std::to_string(index) + "/" + std::to_string(bytes);
-    case BoPool::alias: return pre + "alias:" + name;
+    case BoPool::alias: return pre + "alias:" + name + "/" + std::to_string(bytes);
+    case BoPool::unbound: return pre + "unbound:" + name + "/" + std::to_string(index);
   }
   return "?";
 }

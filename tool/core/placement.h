@@ -12,28 +12,32 @@ namespace bod {
 enum class BoPool {
   key,     // the bo_key's own BO set, one BO per slot index
   shared,  // a shared_nonstatic pool, keyed by (kernel, slot index, bytes)
-  alias,   // a shared_alias pool, keyed by its name
+  alias,   // a shared_alias pool, keyed by (name, bytes)
+  unbound, // no BO: an argument beyond the count the key's first call set up
 };
 const char* bo_pool_name(BoPool p);  // "key" | "shared" | "alias"
 
 struct Placement {
   std::string ns;            // cache instance; "" when the engine has one
   BoPool pool = BoPool::key;
-  std::string name;          // key: the bo_key; shared: the kernel; alias: the pool name
-  int index = -1;            // key and shared: slot index; alias: -1
-  size_t bytes = 0;          // bytes the call needs in this slot
+  std::string name;          // key, unbound: the bo_key; shared: the kernel; alias: the pool name
+  int index = -1;            // key, shared, unbound: slot index; alias: -1
+  size_t bytes = 0;          // the BO's size (set by the key's first call); unbound: 0
   int first_call = 0;        // number of the first call that used this BO
-  int bo = 0;                // the BO's number: 1, 2, ... in order of first use (0: unnumbered)
+  int bo = 0;  // the BO's number: 1, 2, ... in order of first use (0: unnumbered; -1: unbound)
 
   // Two placements name the same BO exactly when their identities are equal (a map key).
   auto identity() const {
-    return std::make_tuple(ns, pool, name, index, pool == BoPool::shared ? bytes : size_t(0));
+    bool sized = pool == BoPool::shared || pool == BoPool::alias;
+    return std::make_tuple(ns, pool, name, index, sized ? bytes : size_t(0));
   }
   // identity() == o.identity(), without building the tuples.
   bool same_bo(const Placement& o) const {
-    if (bo && o.bo) return bo == o.bo;
-    return pool == o.pool && index == o.index && (pool != BoPool::shared || bytes == o.bytes) &&
-           name == o.name && ns == o.ns;
+    if (pool == BoPool::unbound || o.pool == BoPool::unbound) return false;
+    if (bo > 0 && o.bo > 0) return bo == o.bo;
+    bool sized = pool == BoPool::shared || pool == BoPool::alias;
+    return pool == o.pool && index == o.index && (!sized || bytes == o.bytes) && name == o.name &&
+           ns == o.ns;
   }
   // "key:rms_L0/3", "pool:attn/2/4096", "alias:x": for messages only.
   std::string label() const;

@@ -51,11 +51,14 @@ class ReuseEngine {
   uint8_t* read_output(const Prepared& p, int slot);
   LastChange last_change(BoHandle bo) const;
   void note_dispatch(const PlanCall& c, const Prepared& p);
+  static constexpr BoHandle kNone = ~BoHandle(0);  // a slot without a BO
 
  private:
+  // The slot's BO (allocated at its first use); false when the slot has none.
+  bool bind(const PlanCall& c, int s, SlotWrite& w);
+  void write(const PlanCall& c, size_t s, const HostSlot& host, SlotWrite& w);
   Backend& b_;
-  std::map<std::string, const PlanCall*> keys_;  // bo_key -> its first call
-  static constexpr BoHandle kNone = ~BoHandle(0);
+  std::map<std::pair<std::string, std::string>, const PlanCall*> keys_;  // (cache, key) -> first
   std::vector<BoHandle> bos_;  // by Placement::bo (kNone: not allocated yet)
   std::map<BoHandle, LastChange> changed_;
 };

@@ -1,7 +1,9 @@
-// The optimized engine's semantics: one BO set per bo_key, the first call writes every slot,
-// later calls skip static and intermediate slots, sizes fixed at first use, shared_nonstatic
-// pools keyed by (kernel, slot, bytes), shared_alias pools by name. The placements come from
-// the plan.
+// The real KernelCache.load_and_run, row by row ("R" = a line of the real cache.py): one BO
+// list per (cache, bo_key), set up at the key's first call (R645-658; pools are looked up only
+// then), the first call writes every slot, later calls skip static and intermediate slots
+// (R675-688), a larger array raises where it is written (R684) or read back, a smaller one is a
+// prefix write; arguments beyond the key's BO list are not bound (R695-700). The placements
+// come from the plan.
 #include <cstring>
 
 #include "engine/engine.h"
@@ -13,44 +15,51 @@ namespace bod {
 Prepared ReuseEngine::prepare(const PlanCall& c, const std::vector<HostSlot>& host) {
   Prepared p;
   size_t n = c.kernel->slots.size();
-  auto [kit, fresh] = keys_.try_emplace(c.bo_key, &c);
-  const PlanCall& first = *kit->second;
   p.shape_call = &c;
   p.slots.resize(n);
+  if (!c.raises.empty()) {  // raised before any BO was touched (R581-601)
+    for (size_t s = 0; s < n; ++s) p.slots[s] = SlotWrite{kNone, c.place[s].bytes};
+    p.failed = true;
+    p.error = "the real engine raises " + c.raises;
+    return p;
+  }
+  bool fresh = c.key_first_call == c.number;
+  auto [kit, known] = keys_.try_emplace(std::make_pair(c.cache, c.bo_key), &c);
+  (void)known;
+  const PlanCall& first = *kit->second;
   for (size_t s = 0; s < n; ++s) {
     int si = static_cast<int>(s);
     SlotWrite& w = p.slots[s];
-    const Placement& place = c.place[s];
-    size_t need = c.slot_bytes[s];
-    auto at = static_cast<size_t>(place.bo);
-    if (at >= bos_.size()) bos_.resize(at + 1, kNone);
-    if (bos_[at] == kNone) bos_[at] = b_.alloc(BoDesc{need, si, c.kernel->name, place.label()});
-    w.bo = bos_[at];
-    w.bo_bytes = b_.size(w.bo);
-    if (need != w.bo_bytes) {
-      if (need > w.bo_bytes) {
-        if (!p.failed)
-          p.error = "slot " + c.kernel->slots[s].name + " is " + std::to_string(need) +
-                    " bytes but its BO (" + place.label() + ") was sized " +
-                    std::to_string(w.bo_bytes) + " bytes at first use; the call fails";
-        p.failed = true;
-      } else {
-        p.shape_call = &first;  // the kernel was set up for the first call's sizes
-      }
-    }
     bool skip = !fresh && (c.is_static(si) || c.is_inter(si));
+    if (!bind(c, si, w)) {  // beyond the BO list the key's first call set up
+      if (!p.failed)
+        p.error = skip ? "the real launch binds only the " + std::to_string(first.place.size()) +
+                             " BOs of bo_key '" + c.bo_key + "' (call " +
+                             std::to_string(first.number) + "); the kernel never sees argument " +
+                             std::to_string(s) + " and bo-doctor does not model that launch"
+                       : "the real engine raises IndexError writing argument " + std::to_string(s) +
+                             ": bo_key '" + c.bo_key + "' has " +
+                             std::to_string(first.place.size()) + " BOs (R675-688)";
+      p.failed = true;
+      continue;
+    }
+    size_t need = c.slot_bytes[s];
+    if (need > w.bo_bytes) {
+      // Writing it raises (R684); a skipped one raises only when read back as an output.
+      bool raises = !skip || c.is_output(si);
+      if (raises && !p.failed)
+        p.error = "the real engine raises ValueError: slot " + c.kernel->slots[s].name + " is " +
+                  std::to_string(need) + " bytes but its BO (" + c.place[s].label() + ") holds " +
+                  std::to_string(w.bo_bytes) + (skip ? " (output readback)" : " (host write)");
+      p.failed = p.failed || raises;
+      if (!raises) p.shape_call = &first;  // the kernel runs on the BO it was set up with
+    } else if (need < w.bo_bytes) {
+      p.shape_call = &first;  // the kernel was set up for the first call's sizes
+    }
     if (skip || p.failed) continue;
-    size_t nbytes = std::min(host[s].bytes, w.bo_bytes);
-    uint8_t* m = b_.map(w.bo);
-    if (host[s].data) std::memmove(m, host[s].data, nbytes);
-    else std::memset(m, 0, nbytes);
-    b_.sync_to_device(w.bo, nbytes);
-    w.written = true;
-    w.written_bytes = nbytes;
-    w.written_hash = hash_bytes(m, nbytes);
-    p.h2d_bytes += nbytes;
+    write(c, s, host[s], w);
+    p.h2d_bytes += w.written_bytes;
     p.writes++;
-    changed_[w.bo] = LastChange{c.number, true};
   }
   // The kernel runs with the first call's shapes only where every BO can hold them.
   if (p.shape_call != &c) {
@@ -59,6 +68,34 @@ Prepared ReuseEngine::prepare(const PlanCall& c, const std::vector<HostSlot>& ho
     if (!fits) p.shape_call = &c;
   }
   return p;
+}
+
+bool ReuseEngine::bind(const PlanCall& c, int s, SlotWrite& w) {
+  const Placement& place = c.place[static_cast<size_t>(s)];
+  if (place.pool == BoPool::unbound) {
+    w = SlotWrite{kNone, 0};
+    return false;
+  }
+  auto at = static_cast<size_t>(place.bo);
+  if (at >= bos_.size()) bos_.resize(at + 1, kNone);
+  if (bos_[at] == kNone)
+    bos_[at] = b_.alloc(BoDesc{place.bytes, s, c.kernel->name, place.label()});
+  w.bo = bos_[at];
+  w.bo_bytes = b_.size(w.bo);
+  return true;
+}
+
+void ReuseEngine::write(const PlanCall& c, size_t s, const HostSlot& host, SlotWrite& w) {
+  size_t nbytes = std::min(host.bytes, w.bo_bytes);
+  uint8_t* m = b_.map(w.bo);
+  if (host.data) std::memmove(m, host.data, nbytes);
+  else std::memset(m, 0, nbytes);
+  b_.sync_to_device(w.bo, nbytes);
+  w.written = true;
+  w.written_bytes = nbytes;
+  w.written_hash = hash_bytes(m, nbytes);
+  changed_[w.bo] = LastChange{c.number, true};
+  (void)s;
 }
 
 void ReuseEngine::note_dispatch(const PlanCall& c, const Prepared& p) {

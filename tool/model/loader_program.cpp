@@ -104,7 +104,8 @@ Result<CallDecl> parse_call(LoadCtx& c, const json& j, const std::string& path, 
   BOD_CHECK(
       only_keys(j, path,
                 {"call", "args", "params", "static_input_indices", "intermediate_indices",
-                 "output_indices", "bo_key", "shared_nonstatic", "shared_alias", "keep", "doc"}));
+                 "output_indices", "bo_key", "shared_nonstatic", "shared_alias", "keep", "cache",
+                 "doc"}));
   CallDecl d;
   d.path = path;
   BOD_TRY(std::string kn, get_string(j["call"], at(path, "call")));
@@ -145,6 +146,9 @@ Result<CallDecl> parse_call(LoadCtx& c, const json& j, const std::string& path, 
   if (j.contains("bo_key")) {
     BOD_TRY(d.bo_key, get_string(j["bo_key"], at(path, "bo_key")));
     BOD_CHECK(check_template(*d.bo_key, at(path, "bo_key"), s));
+  }
+  if (j.contains("cache")) {
+    BOD_TRY(d.cache, get_string(j["cache"], at(path, "cache")));
   }
   if (j.contains("shared_nonstatic")) {
     BOD_TRY(d.shared_nonstatic, get_bool(j["shared_nonstatic"], at(path, "shared_nonstatic")));

@@ -91,6 +91,7 @@ struct CallDecl {
   std::optional<std::string> bo_key;            // template; absent: the kernel name
   bool shared_nonstatic = false;
   std::map<int, std::string> shared_alias;  // slot -> pool name template
+  std::string cache;                        // the KernelCache instance ("" = the only one)
   std::vector<OutputDecl> keep;             // where returned outputs go
 };
 

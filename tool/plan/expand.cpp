@@ -182,6 +182,7 @@ class Expander {
       c.bo_key = c.bo_key_template = k.name;
     }
     c.shared_nonstatic = d.shared_nonstatic;
+    c.cache = d.cache;
     for (auto& [slot, tmpl] : d.shared_alias) {
       auto pool = expand_template(tmpl, env);
       if (!pool) return Error{d.path + "/shared_alias", pool.error().what};
@@ -208,33 +209,84 @@ class Expander {
     return ok_status();
   }
 
-  // The BO each slot lands in, as the reuse engine will pick it (docs/ARCHITECTURE.md: the
-  // one place placements are computed).
+  // What the real engine raises before touching a BO for this call's shared_alias settings
+  // ("" when nothing): an alias on a static index, out of range, or with an empty name.
+  static std::string alias_raises(const PlanCall& c) {
+    std::string bad_static, bad_range, bad_name;
+    int n = static_cast<int>(c.kernel->slots.size());
+    for (auto& [slot, name] : c.alias) {
+      if (c.is_static(slot)) bad_static += (bad_static.empty() ? "" : ", ") + std::to_string(slot);
+      if (slot < 0 || slot >= n) bad_range += (bad_range.empty() ? "" : ", ") + std::to_string(slot);
+      if (name.empty()) bad_name += (bad_name.empty() ? "" : ", ") + std::to_string(slot);
+    }
+    if (!bad_static.empty())
+      return "ValueError: shared_alias must not target static_input_indices [" + bad_static + "]";
+    if (!bad_range.empty())
+      return "ValueError: shared_alias indices [" + bad_range + "] out of range for " +
+             std::to_string(n) + " args";
+    if (!bad_name.empty())
+      return "ValueError: shared_alias pool names must be non-empty strings; bad at arg indices [" +
+             bad_name + "]";
+    return "";
+  }
+
+  // The BO of one slot as the engine looks it up at a key's first call: the alias pool
+  // (name, bytes), the shared_nonstatic pool (kernel, slot, bytes), or the key's own BO.
+  static Placement first_call_placement(const PlanCall& c, int s) {
+    Placement p;
+    p.ns = c.cache;
+    p.bytes = c.slot_bytes[static_cast<size_t>(s)];
+    p.index = s;
+    if (c.alias.count(s)) {
+      p.pool = BoPool::alias;
+      p.name = c.alias.at(s);
+      p.index = -1;
+    } else if (c.shared_nonstatic && !c.is_static(s)) {
+      p.pool = BoPool::shared;
+      p.name = c.kernel->name;
+    } else {
+      p.pool = BoPool::key;
+      p.name = c.bo_key;
+    }
+    return p;
+  }
+
+  // The BO each slot lands in, as the real KernelCache picks it (docs/ARCHITECTURE.md: the
+  // one place placements are computed). Pools are looked up only at a key's first call; later
+  // calls reuse that call's BO list whatever their sizes or flags, and an argument beyond its
+  // length has no BO. A call the engine raises on does not create its key.
   void place(PlanCall& c) {
-    c.key_first_call = key_first_.emplace(c.bo_key, c.number).first->second;
+    c.raises = alias_raises(c);
+    auto key = std::make_pair(c.cache, c.bo_key);
+    auto kit = keys_.find(key);
+    bool first = kit == keys_.end();
+    c.key_first_call = first ? c.number : kit->second.first;
     for (size_t s = 0; s < c.slot_bytes.size(); ++s) {
       int si = static_cast<int>(s);
       Placement p;
-      p.bytes = c.slot_bytes[s];
-      if (c.alias.count(si)) {
-        p.pool = BoPool::alias;
-        p.name = c.alias.at(si);
-      } else if (c.shared_nonstatic && !c.is_static(si)) {
-        p.pool = BoPool::shared;
-        p.name = c.kernel->name;
-        p.index = si;
+      if (first) {
+        p = first_call_placement(c, si);
+      } else if (s < kit->second.second.size()) {
+        p = kit->second.second[s];
       } else {
-        p.pool = BoPool::key;
+        p.ns = c.cache;
+        p.pool = BoPool::unbound;
         p.name = c.bo_key;
         p.index = si;
+        p.bo = -1;
+        p.first_call = kit->second.first;
       }
-      auto it = bo_first_.find(p.identity());
-      if (it == bo_first_.end())
-        it = bo_first_.emplace(p.identity(), std::make_pair(c.number, int(bo_first_.size()) + 1)).first;
-      p.first_call = it->second.first;
-      p.bo = it->second.second;
+      if (first) {
+        auto it = bo_first_.find(p.identity());
+        if (it == bo_first_.end())
+          it = bo_first_.emplace(p.identity(), std::make_pair(c.number, int(bo_first_.size()) + 1))
+                   .first;
+        p.first_call = it->second.first;
+        p.bo = it->second.second;
+      }
       c.place.push_back(std::move(p));
     }
+    if (first && c.raises.empty()) keys_.emplace(key, std::make_pair(c.number, c.place));
   }
 
   Status host(const HostDecl& d, const Env& env, const Where& w) {
@@ -326,7 +378,8 @@ class Expander {
   const Model& m_;
   ExpandOptions opt_;
   Plan plan_;
-  std::map<std::string, int> key_first_;                           // bo_key -> first call
+  // (cache, bo_key) -> (first call, its BO list)
+  std::map<std::pair<std::string, std::string>, std::pair<int, std::vector<Placement>>> keys_;
   // BO -> (first call, BO number)
   std::map<decltype(Placement{}.identity()), std::pair<int, int>> bo_first_;
 };

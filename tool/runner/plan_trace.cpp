@@ -24,6 +24,7 @@ std::vector<int> indices(const std::vector<SlotRef>& refs) {
 TraceCall call_identity(const PlanCall& c) {
   TraceCall t;
   t.number = c.number;
+  t.ns = c.cache;
   t.kernel = c.kernel->name;
   t.bo_key = c.bo_key;
   t.bo_key_template = c.bo_key_template;

@@ -236,15 +236,15 @@ class Runner {
     for (size_t s = 0; s < tc.slots.size(); ++s) {
       TraceSlot& ts = tc.slots[s];
       const SlotWrite& w = rp.slots[s];
+      ts.noreuse_pre = in.noreuse[s].data == in.reuse[s].data
+                           ? ts.host.hash
+                           : hash_bytes(in.noreuse[s].data, ts.host.bytes);
+      if (w.bo == ReuseEngine::kNone) continue;  // no BO (the engine raised or did not bind it)
       size_t cmp = std::min(ts.host.bytes, w.bo_bytes);
       // A slot just written whole holds the host bytes: their hash is the BO's hash.
       bool whole = w.written && w.written_bytes == ts.host.bytes && cmp == ts.host.bytes;
       const uint8_t* rd = whole ? nullptr : b_.device_bytes(w.bo);
       ts.reuse_pre = whole ? ts.host.hash : hash_bytes(rd, cmp);
-      // The no-reuse engine writes every slot whole.
-      ts.noreuse_pre = in.noreuse[s].data == in.reuse[s].data
-                           ? ts.host.hash
-                           : hash_bytes(in.noreuse[s].data, ts.host.bytes);
       if (ts.reuse_pre != ts.noreuse_pre) {
         if (!rd) rd = b_.device_bytes(w.bo);
         reuse_pre[s].assign(rd, rd + cmp);
@@ -296,11 +296,12 @@ class Runner {
         ts.noreuse_post = ts.noreuse_pre;
         continue;
       }
-      const uint8_t* rd = b_.device_bytes(rp.slots[s].bo);
       const uint8_t* nd = b_.device_bytes(nbos[s]);
+      ts.noreuse_post = hash_bytes(nd, ts.host.bytes);
+      if (rp.slots[s].bo == ReuseEngine::kNone) continue;
+      const uint8_t* rd = b_.device_bytes(rp.slots[s].bo);
       size_t cmp = std::min(ts.host.bytes, ts.bo_bytes);
       ts.reuse_post = hash_bytes(rd, cmp);
-      ts.noreuse_post = hash_bytes(nd, ts.host.bytes);
       if (ts.reuse_post == ts.noreuse_post || cmp != ts.host.bytes) continue;
       for (size_t i = 0; i < cmp; ++i) {
         if (rd[i] == nd[i]) continue;

@@ -60,7 +60,7 @@ const TraceCall* Trace::call(int number) const {
 std::vector<std::vector<Resident>> residents(const Trace& t) {
   for (auto& c : t.calls)
     for (auto& s : c.slots)
-      if (s.place.bo <= 0) {  // a producer that did not number its BOs: number a copy
+      if (s.place.bo == 0) {  // a producer that did not number its BOs: number a copy
         Trace numbered = t;
         number_bos(numbered);
         return residents(numbered);
@@ -73,6 +73,7 @@ std::vector<std::vector<Resident>> residents(const Trace& t) {
     // In slot order, as the engine prepares them: a slot sharing a BO with an earlier slot of
     // the same call sees that slot's write.
     for (size_t s = 0; s < c.slots.size(); ++s) {
+      if (c.slots[s].place.bo < 0) continue;  // unbound: no BO
       auto n = static_cast<size_t>(c.slots[s].place.bo);
       if (n >= bo.size()) bo.resize(n + 1);
       r[s] = bo[n];
@@ -87,6 +88,10 @@ void number_bos(Trace& t) {
   std::map<decltype(Placement{}.identity()), std::pair<int, int>> seen;  // -> (number, first)
   for (auto& c : t.calls)
     for (auto& s : c.slots) {
+      if (s.place.pool == BoPool::unbound) {
+        s.place.bo = -1;
+        continue;
+      }
       auto it = seen.find(s.place.identity());
       if (it == seen.end())
         it = seen.emplace(s.place.identity(), std::make_pair(int(seen.size()) + 1, c.number)).first;

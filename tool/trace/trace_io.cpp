@@ -509,7 +509,10 @@ const Names<ArraySource> kSources[] = {{"tensor", ArraySource::tensor},
                                        {"zeros", ArraySource::zeros},
                                        {"placeholder", ArraySource::placeholder}};
 const Names<BoPool> kPools[] = {
-    {"key", BoPool::key}, {"shared", BoPool::shared}, {"alias", BoPool::alias}};
+    {"key", BoPool::key},
+    {"shared", BoPool::shared},
+    {"alias", BoPool::alias},
+    {"unbound", BoPool::unbound}};
 const Names<TraceEngine> kEngines[] = {{"reuse", TraceEngine::reuse},
                                        {"no_reuse", TraceEngine::no_reuse}};
 
