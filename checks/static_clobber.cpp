@@ -9,7 +9,10 @@ const CheckInfo kInfo{
     "static-clobber", Severity::error,
     "the kernel writes into a static slot (uses it as scratch)",
     "right once, corrupt from the next call on",
-    "a static slot's device bytes after dispatch differ from before dispatch (no-reuse engine)",
+    "a static slot's device bytes after dispatch differ from before dispatch (no-reuse engine); "
+    "an error when the body reads some of the bytes it clobbers before rewriting them, a "
+    "warning when it always rewrites them before any read (harmless, the slot need not be "
+    "static)",
     "drop the slot from static_input_indices, or give the kernel its own scratch slot",
     kNeedNoReuse, 0, false};
 
@@ -21,9 +24,25 @@ void run_static_clobber(const Trace& t, FindingSink& sink) {
     for (auto& s : c.slots) {
       if (s.role != SlotRole::static_input || s.noreuse_post == s.noreuse_pre) continue;
       Finding f = make_finding(kInfo, c, s.slot, c.key_first_call);
-      f.message = "kernel " + c.kernel + " wrote into static slot " + s.name + "; later calls of '" +
-                  c.bo_key + "' will read the clobbered bytes";
       f.evidence = {{"static BO before vs after dispatch", hash_pair(s.noreuse_pre, s.noreuse_post)}};
+      // Severity from what the bytes do: clobbered bytes the kernel always rewrites before
+      // reading them are never read by a later call.
+      if (t.header.caps.access && s.access.rewritten_before_read) {
+        f.severity = Severity::warning;
+        f.message = "kernel " + c.kernel + " writes into static slot " + s.name +
+                    ", but every byte it writes there it writes before reading it: later calls "
+                    "of '" + c.bo_key + "' never read clobbered bytes (the slot need not be static)";
+        f.evidence.push_back({"severity", "warning: the body rewrites what it clobbers before "
+                                          "any read, on every call"});
+      } else {
+        f.message = "kernel " + c.kernel + " wrote into static slot " + s.name +
+                    "; later calls of '" + c.bo_key + "' will read the clobbered bytes";
+        f.evidence.push_back({"severity", t.header.caps.access
+                                              ? "error: the body reads bytes of the slot before "
+                                                "rewriting them"
+                                              : "error: the trace has no access facts to show "
+                                                "the clobbered bytes are never read"});
+      }
       sink.add(std::move(f));
     }
 }

@@ -1,5 +1,8 @@
 #include "plan/body.h"
 
+#include <algorithm>
+#include <limits>
+
 namespace bod {
 
 void Body::run(const std::vector<TensorRef>& slots) const {
@@ -47,6 +50,10 @@ Result<Body> bind_body(const KernelDecl& k, const Env& env, const std::vector<Sh
 std::vector<SlotAccess> analyze_access(const Body& b, size_t n_slots) {
   std::vector<SlotAccess> a(n_slots);
   std::vector<bool> full(n_slots, false);
+  // Rows: written so far (a leading prefix), the most ever written, and the fewest written
+  // when some op read the slot (rows from there on were read before this call wrote them).
+  const int64_t none = std::numeric_limits<int64_t>::max();
+  std::vector<int64_t> rows(n_slots, 0), most(n_slots, 0), read_at(n_slots, none);
   for (auto& op : b.ops) {
     auto pa = op.call.params.find("accumulate");
     bool accumulate = pa != op.call.params.end() && pa->second != 0;
@@ -58,6 +65,7 @@ std::vector<SlotAccess> analyze_access(const Body& b, size_t n_slots) {
       bool reads = spec.access == Access::read ||
                    (spec.access == Access::write && accumulate);
       if (reads && !full[s]) a[s].read_before_write = true;
+      if (reads) read_at[s] = std::min(read_at[s], rows[s]);
     }
     for (auto& spec : op.call.info->operands) {
       auto it = op.slot_of.find(spec.role);
@@ -68,8 +76,12 @@ std::vector<SlotAccess> analyze_access(const Body& b, size_t n_slots) {
       bool whole = rows_written(op.call) >= t.rows() && !accumulate;
       if (whole && !a[s].read_before_write) a[s].overwritten = true;
       if (whole) full[s] = true;
+      rows[s] = std::max(rows[s], std::min(rows_written(op.call), t.rows()));
+      most[s] = std::max(most[s], rows[s]);
     }
   }
+  for (size_t s = 0; s < n_slots; ++s)
+    a[s].rewritten_before_read = a[s].written && most[s] <= read_at[s];
   return a;
 }
 

@@ -31,6 +31,9 @@ struct SlotAccess {
   bool read_before_write = false;  // some op reads it before it is fully written
   bool overwritten = false;        // fully written before any read
   bool written = false;            // written at all (fully or partly)
+  // Every row it writes is written before any op of the body reads it (rows: the 2-D view;
+  // ops write leading rows and read whole operands).
+  bool rewritten_before_read = false;
 };
 std::vector<SlotAccess> analyze_access(const Body& b, size_t n_slots);
 

@@ -53,7 +53,7 @@ TraceCall call_identity(const PlanCall& c) {
     ts.host.name = c.args[s].text;
     ts.place = c.place[s];
     const SlotAccess& a = c.bound->access[s];
-    ts.access = BodyAccess{a.read_before_write, a.overwritten, a.written};
+    ts.access = BodyAccess{a.read_before_write, a.overwritten, a.written, a.rewritten_before_read};
     t.slots.push_back(std::move(ts));
   }
   return t;

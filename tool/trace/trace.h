@@ -86,6 +86,9 @@ struct BodyAccess {
   bool reads_before_write = false;  // some op reads it before it is fully written
   bool overwritten = false;         // fully written before any read
   bool written = false;             // written at all
+  // Every byte it writes is written before it is read in the same call: what one call leaves
+  // there is never read by a later one (a harmless clobber of a static slot).
+  bool rewritten_before_read = false;
 };
 
 struct ProbeResult {

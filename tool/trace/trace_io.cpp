@@ -134,6 +134,7 @@ ojson slot_json(const Capabilities& caps, const TraceSlot& s) {
     j["access"]["reads_before_write"] = s.access.reads_before_write;
     j["access"]["overwritten"] = s.access.overwritten;
     j["access"]["written"] = s.access.written;
+    if (s.access.rewritten_before_read) j["access"]["rewritten_before_read"] = true;
   }
   if (caps.run) {
     j["bo_bytes"] = s.bo_bytes;
@@ -930,10 +931,14 @@ Status read_bo(Cursor& c, const rjson& o, int n, Placement& p) {
 Status read_access(Cursor& c, const rjson& o, BodyAccess& a) {
   BOD_TRY(const rjson* j, get_obj(c, o, "access"));
   auto in = c.in("access");
-  BOD_CHECK(only_keys(c, *j, {"reads_before_write", "overwritten", "written"}));
+  BOD_CHECK(only_keys(c, *j, {"reads_before_write", "overwritten", "written",
+                               "rewritten_before_read"}));
   BOD_TRY(a.reads_before_write, get_bool(c, *j, "reads_before_write"));
   BOD_TRY(a.overwritten, get_bool(c, *j, "overwritten"));
   BOD_TRY(a.written, get_bool(c, *j, "written"));
+  if (j->contains("rewritten_before_read")) {  // optional; absent = false (conservative)
+    BOD_TRY(a.rewritten_before_read, get_bool(c, *j, "rewritten_before_read"));
+  }
   return ok_status();
 }
 
