@@ -10,7 +10,8 @@ const CheckInfo kInfo{
     "the kernel leaves part of an intermediate or output slot unwritten (padded tiles)",
     "stale bytes in the tail of the output",
     "after dispatch the skipped slot differs from the no-reuse engine's only in bytes that "
-    "still hold the reuse BO's pre-dispatch contents",
+    "still hold the reuse BO's pre-dispatch contents; latent (probe): a canary survives in an "
+    "output slot the kernel writes (never on dead, input-only or scratch-only slots)",
     "drop the slot from intermediate_indices (let the host clear it), or make the kernel write "
     "the whole buffer",
     kNeedRun | kNeedNoReuse | kNeedByteDiffs | kNeedAccess, kNeedProbe, false};
@@ -22,7 +23,9 @@ void latent(const TraceCall& c, const TraceSlot& s, FindingSink& sink) {
               " of " + std::to_string(s.host.bytes) + " bytes kept a canary through dispatch, "
               "so the kernel never writes them; stale bytes there do not differ yet";
   f.evidence = {{"probe", "canary survived in " + std::to_string(s.probe.unwritten_bytes) +
-                              " bytes"}};
+                              " bytes"},
+                {"severity", "error: the slot is read back as an output, so its unwritten bytes "
+                             "reach the caller"}};
   sink.add(std::move(f));
 }
 
@@ -41,7 +44,11 @@ void run_partial_overwrite(const Trace& t, FindingSink& sink) {
                   s.reuse_post != s.noreuse_post && s.diff_bytes > 0 &&
                   s.stale_diff_bytes == s.diff_bytes;
       if (!real) {
-        if (s.probe.probed && s.probe.unwritten_bytes > 0) latent(c, s, sink);
+        // Latent only where stale bytes could be seen: the kernel writes the slot (else it is an
+        // input, not scratch) and the slot is read back (else nobody reads the bytes the kernel
+        // skips: a dead or scratch-only slot).
+        bool reachable = s.access.written && s.output;
+        if (s.probe.probed && s.probe.unwritten_bytes > 0 && reachable) latent(c, s, sink);
         continue;
       }
       Finding f = make_finding(kInfo, c, s.slot, c.key_first_call);
