@@ -14,7 +14,7 @@ const CheckInfo kInfo{
     "warning when it always rewrites them before any read (harmless, the slot need not be "
     "static)",
     "drop the slot from static_input_indices, or give the kernel its own scratch slot",
-    kNeedNoReuse, 0, false};
+    kNeedNoReuse, kNeedAccess, false};
 
 }  // namespace
 
