@@ -38,7 +38,8 @@ void run_placeholder_upload(const Trace& t, FindingSink& sink) {
   for (auto& c : t.calls) {
     if (c.failed) continue;  // the reuse engine never ran it: size-mismatch says why
     for (auto& s : c.slots) {
-      if (s.host.source != ArraySource::placeholder || !s.written) continue;
+      // A 0-byte write (np.empty(0)) uploads nothing: the BO keeps what it held.
+      if (s.host.source != ArraySource::placeholder || !s.written || s.written_bytes == 0) continue;
       Finding f = make_finding(kInfo, c, s.slot, c.key_first_call);
       f.message = "placeholder for '" + s.host.name + "' was written into slot " + s.name +
                   "; the kernel ran on placeholder data instead of the weights";

@@ -77,8 +77,9 @@ struct Fixture {
   std::unique_ptr<Backend> backend = make_cpu_backend();
   std::unique_ptr<ReuseEngine> engine;
 
-  explicit Fixture(const std::vector<ojson>& calls) {
+  explicit Fixture(const std::vector<ojson>& calls, bool weights = false) {
     ojson j = ojson::parse(kModel);
+    if (weights) j["tensors"] = {{"wt", {{"dtype", "f32"}, {"shape", {"C"}}, {"init", 0.5}}}};
     for (auto& c : calls) j["program"]["phases"][0]["steps"].push_back(c);
     auto m = parse_model(j.dump(), "engine/model.json");
     if (!m) throw std::runtime_error(m.error().line());
@@ -453,6 +454,51 @@ TEST(ReuseEngine, Row_SameKeyInTwoCachesIsTwoBoSets) {
   Prepared p2 = f.prepare(2, f.arrays(2, 50));
   EXPECT_NE(p1.slots[W].bo, p2.slots[W].bo);
   EXPECT_TRUE(p2.slots[W].written);  // a first call in its own cache
+}
+
+
+// Row "placeholders" (llama32_1b_inference.py 214-245, llama32_3b_inference.py 166-196): after
+// preload the engines pass np.empty(0) or a zero-stride np.broadcast_to for static slots.
+TEST(ReuseEngine, Row_EmptyPlaceholderWrittenUploadsNothing) {
+  // Written (slot w is not static on this call): 0 bytes go up, the BO keeps the weights.
+  ojson c1 = kcall("A");
+  ojson c2 = kcall("A");
+  c2["static_input_indices"] = ojson::array();
+  c2["args"] = {{"w", {{"placeholder", "wt"}, {"as", "empty"}}}};
+  Fixture f(std::vector<ojson>{c1, c2}, true);
+  auto h1 = f.arrays(1, 10);
+  f.prepare(1, h1);
+  auto h2 = f.arrays(2, 50);
+  std::vector<HostSlot> hs = Fixture::slots(h2);
+  hs[W].bytes = 0;  // what the runner hands the engine for np.empty(0)
+  Prepared p2 = f.engine->prepare(f.call(2), hs);
+  EXPECT_FALSE(p2.failed) << p2.error;
+  EXPECT_TRUE(p2.slots[W].written);
+  EXPECT_EQ(p2.slots[W].written_bytes, 0u);
+  EXPECT_EQ(f.device(p2.slots[W].bo), h1[W]);  // still the first call's weights
+}
+
+TEST(ReuseEngine, Row_EmptyPlaceholderOnTheKeysFirstCallIsNotRun) {
+  ojson c1 = kcall("A");
+  c1["args"] = {{"w", {{"placeholder", "wt"}, {"as", "empty"}}}};
+  Fixture f(std::vector<ojson>{c1}, true);
+  Prepared p1 = f.prepare(1, f.arrays(1, 10));
+  EXPECT_TRUE(p1.failed);
+  EXPECT_NE(p1.error.find("gets a 0-byte BO"), std::string::npos) << p1.error;
+}
+
+TEST(ReuseEngine, Row_BroadcastPlaceholderRaisesOnlyWhenWritten) {
+  ojson c1 = kcall("A"), c2 = kcall("A"), c3 = kcall("A");
+  c2["args"] = {{"w", {{"placeholder", "wt"}, {"as", "broadcast"}}}};  // static: skipped
+  c3["args"] = c2["args"];
+  c3["static_input_indices"] = ojson::array();  // written
+  Fixture f(std::vector<ojson>{c1, c2, c3}, true);
+  f.prepare(1, f.arrays(1, 10));
+  Prepared p2 = f.prepare(2, f.arrays(2, 50));
+  EXPECT_FALSE(p2.failed) << p2.error;
+  Prepared p3 = f.prepare(3, f.arrays(3, 90));
+  EXPECT_TRUE(p3.failed);
+  EXPECT_NE(p3.error.find("ndarray is not C-contiguous"), std::string::npos) << p3.error;
 }
 
 }  // namespace

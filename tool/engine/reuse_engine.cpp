@@ -57,6 +57,20 @@ Prepared ReuseEngine::prepare(const PlanCall& c, const std::vector<HostSlot>& ho
       p.shape_call = &first;  // the kernel was set up for the first call's sizes
     }
     if (skip || p.failed) continue;
+    const BoundArray& arg = c.args[s];
+    if (arg.kind == Binding::Kind::placeholder && arg.placeholder != Binding::Placeholder::zeros) {
+      bool broadcast = arg.placeholder == Binding::Placeholder::broadcast;
+      if (broadcast || fresh) {
+        p.failed = true;
+        p.error = broadcast
+                      ? "the real engine raises ValueError: ndarray is not C-contiguous (slot " +
+                            c.kernel->slots[s].name + " is written from a zero-stride placeholder)"
+                      : "slot " + c.kernel->slots[s].name + " gets a 0-byte BO: the key's first "
+                            "call passes an empty placeholder, so the kernel would read whatever "
+                            "the device holds; bo-doctor does not model that launch";
+        continue;
+      }
+    }
     write(c, s, host[s], w);
     p.h2d_bytes += w.written_bytes;
     p.writes++;

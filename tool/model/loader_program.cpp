@@ -11,10 +11,19 @@ Result<Binding> parse_binding(const LoadCtx& c, const json& j, const std::string
   Binding b;
   std::string text;
   if (j.is_object()) {
-    BOD_CHECK(only_keys(j, path, {"placeholder"}));
+    BOD_CHECK(only_keys(j, path, {"placeholder", "as"}));
     if (!j.contains("placeholder")) return bad(path, "expected {\"placeholder\": \"tensor[...]\"}");
     BOD_TRY(text, get_string(j["placeholder"], at(path, "placeholder")));
     b.kind = Binding::Kind::placeholder;
+    if (j.contains("as")) {
+      BOD_TRY(std::string as, get_string(j["as"], at(path, "as")));
+      if (as == "empty") b.placeholder = Binding::Placeholder::empty;
+      else if (as == "broadcast") b.placeholder = Binding::Placeholder::broadcast;
+      else if (as != "zeros")
+        return bad(at(path, "as"), "unknown placeholder kind '" + as +
+                                       "'; expected zeros, empty (np.empty(0)) or broadcast "
+                                       "(np.broadcast_to)");
+    }
   } else {
     BOD_TRY(text, get_string(j, path));
     if (text == "zeros") return b;

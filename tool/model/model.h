@@ -64,6 +64,9 @@ struct KernelDecl {
 // a placeholder standing in for freed host weights, or zeros (unbound slot).
 struct Binding {
   enum class Kind { zeros, tensor, var, placeholder } kind = Kind::zeros;
+  // What a placeholder is as an array: a full-size zero array, numpy's np.empty(0) (a write
+  // uploads 0 bytes), or a zero-stride np.broadcast_to (a write raises: not C-contiguous).
+  enum class Placeholder { zeros, empty, broadcast } placeholder = Placeholder::zeros;
   std::string name;
   std::vector<Expr> index;
   std::string text;  // as written, e.g. "wq[l]"

@@ -85,7 +85,8 @@ class Expander {
   }
 
   Result<BoundArray> bind(const Binding& b, const Env& env, const std::string& path) {
-    BoundArray a{b.kind, b.name, {}, b.kind == Binding::Kind::zeros ? "zeros" : b.name};
+    BoundArray a{b.kind, b.name, {}, b.kind == Binding::Kind::zeros ? "zeros" : b.name,
+                 b.placeholder};
     for (auto& e : b.index) {
       BOD_TRY(int64_t v, eval(e, env, path));
       a.index.push_back(v);

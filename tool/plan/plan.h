@@ -19,6 +19,7 @@ struct BoundArray {
   std::string name;            // tensor or var name ("" for zeros)
   std::vector<int64_t> index;  // leading-dim indices
   std::string text;            // "wq[2]"; "zeros" for unbound slots
+  Binding::Placeholder placeholder = Binding::Placeholder::zeros;  // kind == placeholder only
 };
 
 struct Where {

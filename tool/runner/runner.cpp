@@ -158,7 +158,10 @@ class Runner {
         if (tc) tc->slots[s].host.source = ArraySource::view;
         if (tc) tc->slots[s].host.view_of_call = view_call;
       }
-      in.reuse[s] = HostSlot{r.data, c.slot_bytes[s]};
+      // np.empty(0) stands in for freed weights: the engine's write uploads 0 bytes.
+      bool empty = a.kind == Binding::Kind::placeholder &&
+                   a.placeholder == Binding::Placeholder::empty;
+      in.reuse[s] = HostSlot{r.data, empty ? 0 : c.slot_bytes[s]};
       TensorRef nr = a.kind == Binding::Kind::placeholder ? data_.tensor(m_, a) : r;
       in.noreuse[s] = HostSlot{nr.data, c.slot_bytes[s]};
     }

@@ -77,7 +77,7 @@ std::vector<std::vector<Resident>> residents(const Trace& t) {
       auto n = static_cast<size_t>(c.slots[s].place.bo);
       if (n >= bo.size()) bo.resize(n + 1);
       r[s] = bo[n];
-      if (c.slots[s].written) bo[n] = Resident{c.slots[s].host.name, c.number, c.slots[s].written_hash};
+      if (c.slots[s].written && c.slots[s].written_bytes > 0) bo[n] = Resident{c.slots[s].host.name, c.number, c.slots[s].written_hash};
     }
     out.push_back(std::move(r));
   }
