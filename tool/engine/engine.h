@@ -4,6 +4,7 @@
 // the plan (PlanCall::place); the engines only allocate, write and dispatch.
 #pragma once
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,7 @@ class ReuseEngine {
   std::map<std::pair<std::string, std::string>, const PlanCall*> keys_;  // (cache, key) -> first
   std::vector<BoHandle> bos_;  // by Placement::bo (kNone: not allocated yet)
   std::map<BoHandle, LastChange> changed_;
+  std::set<BoHandle> zero_byte_;  // BOs the real engine allocates with 0 bytes
 };
 
 class NoReuseEngine {

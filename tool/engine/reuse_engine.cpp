@@ -27,6 +27,7 @@ Prepared ReuseEngine::prepare(const PlanCall& c, const std::vector<HostSlot>& ho
   auto [kit, known] = keys_.try_emplace(std::make_pair(c.cache, c.bo_key), &c);
   (void)known;
   const PlanCall& first = *kit->second;
+  bool not_run = false;  // the engine writes its slots but bo-doctor cannot model the launch
   for (size_t s = 0; s < n; ++s) {
     int si = static_cast<int>(s);
     SlotWrite& w = p.slots[s];
@@ -56,25 +57,38 @@ Prepared ReuseEngine::prepare(const PlanCall& c, const std::vector<HostSlot>& ho
     } else if (need < w.bo_bytes) {
       p.shape_call = &first;  // the kernel was set up for the first call's sizes
     }
-    if (skip || p.failed) continue;
     const BoundArray& arg = c.args[s];
-    if (arg.kind == Binding::Kind::placeholder && arg.placeholder != Binding::Placeholder::zeros) {
-      bool broadcast = arg.placeholder == Binding::Placeholder::broadcast;
-      if (broadcast || fresh) {
-        p.failed = true;
-        p.error = broadcast
-                      ? "the real engine raises ValueError: ndarray is not C-contiguous (slot " +
-                            c.kernel->slots[s].name + " is written from a zero-stride placeholder)"
-                      : "slot " + c.kernel->slots[s].name + " gets a 0-byte BO: the key's first "
-                            "call passes an empty placeholder, so the kernel would read whatever "
-                            "the device holds; bo-doctor does not model that launch";
-        continue;
-      }
+    bool placeholder = arg.kind == Binding::Kind::placeholder;
+    // A 0-byte BO (an empty placeholder at the key's first call) that this call does not fill:
+    // the real kernel reads whatever the device holds there, which bo-doctor does not model.
+    if (zero_byte_.count(w.bo) && (skip || placeholder) && !not_run) {
+      not_run = true;
+      if (!p.failed)
+        p.error = "slot " + c.kernel->slots[s].name + " has a 0-byte BO (an empty placeholder at "
+                  "the first call of bo_key '" + c.bo_key + "'); bo-doctor does not model what "
+                  "the kernel reads there";
+    }
+    if (skip || p.failed) continue;
+    if (placeholder && arg.placeholder == Binding::Placeholder::broadcast) {
+      p.failed = true;
+      p.error = "the real engine raises ValueError: ndarray is not C-contiguous (slot " +
+                c.kernel->slots[s].name + " is written from a zero-stride placeholder)";
+      continue;
+    }
+    if (placeholder && arg.placeholder == Binding::Placeholder::empty && fresh) {
+      zero_byte_.insert(w.bo);  // sizes come from this call's arrays: 0 bytes
+      if (!not_run && !p.failed)
+        p.error = "slot " + c.kernel->slots[s].name + " gets a 0-byte BO: the key's first call "
+                  "passes an empty placeholder, so the kernel would read whatever the device "
+                  "holds; bo-doctor does not model that launch";
+      not_run = true;
+      continue;
     }
     write(c, s, host[s], w);
     p.h2d_bytes += w.written_bytes;
     p.writes++;
   }
+  p.failed = p.failed || not_run;
   // The kernel runs with the first call's shapes only where every BO can hold them.
   if (p.shape_call != &c) {
     bool fits = p.shape_call->kernel == c.kernel;
