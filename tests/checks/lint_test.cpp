@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include "checks/checks.h"
 #include "checks/registry.h"
 #include "cli/commands.h"
 #include "plan/plan.h"
@@ -94,6 +95,8 @@ ojson decode_phase(const std::string& kernel, const std::string& key) {
 struct Linted {
   std::vector<Finding> findings;
   std::string error;  // load/expand error, if any
+  Trace trace;        // what lint read
+  bool inconsistent = false;  // has_inconsistent_declarations: `check` would not run the plan
 };
 
 Linted lint(const std::function<void(ojson&)>& mutate = {}) {
@@ -110,10 +113,17 @@ Linted lint(const std::function<void(ojson&)>& mutate = {}) {
     r.error = p.error().line();
     return r;
   }
+  r.trace = plan_trace(p.value(), "lint/model.json");
+  r.inconsistent = has_inconsistent_declarations(r.trace);
   FindingSink sink;
-  run_checks(plan_trace(p.value(), "lint/model.json"), sink);
+  run_checks(r.trace, sink);
   r.findings = sink.sorted();
   return r;
+}
+
+// The placement of slot `slot` of call `call` (1-based) as the plan computed it.
+const Placement& plan_place(const Linted& l, int call, int slot) {
+  return l.trace.calls.at(static_cast<size_t>(call - 1)).slots.at(static_cast<size_t>(slot)).place;
 }
 
 std::vector<Finding> of(const Linted& l, const std::string& check) {
@@ -218,11 +228,19 @@ TEST(LintConfigError, CleanTwinWithNamesAndIndices) {
   expect_silent(l, "config-error");
 }
 
-// Out-of-range slot numbers in shared_alias are neither refused by the loader nor reported by
-// lint; the alias is silently ignored. See the report; enable when either catches it.
+// An out-of-range slot number in shared_alias: the real engine raises ValueError on the call.
 TEST(LintConfigError, AliasIndexOutOfRange) {
   auto l = lint([](ojson& j) { j[ptr(kCall + "/shared_alias")] = {{"9", "h"}}; });
-  EXPECT_TRUE(!l.error.empty() || !of(l, "config-error").empty()) << dump(l);
+  ASSERT_TRUE(l.error.empty()) << l.error;
+  auto f = of(l, "config-error");
+  ASSERT_EQ(f.size(), 2u) << dump(l);  // one per layer key
+  EXPECT_EQ(f[0].call, 1);
+  EXPECT_EQ(f[0].slot, -1);
+  EXPECT_EQ(f[0].path, kCall + "/shared_alias");
+  EXPECT_EQ(f[0].message,
+            "shared_alias slot 9 is out of range; proj has slots 0..2; the real engine raises "
+            "ValueError here");
+  EXPECT_FALSE(l.inconsistent);  // the call fails in the run; the plan still runs
 }
 
 // --- key-collision
@@ -298,9 +316,13 @@ TEST(LintSizeMismatch, SameKeyOtherSlotCount) {
   EXPECT_EQ(f[1].call, 4);
   EXPECT_EQ(f[0].kernel, "proj_bias");
   EXPECT_EQ(f[0].key_first_call, 1);
-  EXPECT_NE(f[0].message.find("created with 3 slots at call 1 (proj); this call passes 4"),
-            std::string::npos)
-      << f[0].message;
+  EXPECT_EQ(f[0].message,
+            "bo_key 'proj_L0' was set up with 3 args at call 1 (proj); this call passes 4 and "
+            "the launch binds only the first 3");
+  // Slot 3 (out) of proj_bias has no BO in proj_L0's list: the plan places it nowhere.
+  const Placement& p = plan_place(l, 3, 3);
+  EXPECT_EQ(p.pool, BoPool::unbound);
+  EXPECT_EQ(p.first_call, 1);
 }
 
 TEST(LintSizeMismatch, CleanTwinOwnKey) {
@@ -334,25 +356,102 @@ TEST(LintSizeMismatch, AliasPoolOfOtherSize) {
   EXPECT_NE(f[0].message.find("alias pool 'h'"), std::string::npos) << f[0].message;
 }
 
+TEST(LintSizeMismatch, SharedNonstaticLaterCallReusesFirstCallsPoolBo) {
+  // Decode on the prefill keys with shared_nonstatic: pools are looked up only at a key's first
+  // call, so decode's 1-row activations land in prefill's S-row pool BOs.
+  auto l = lint([](ojson& j) {
+    j["program"]["phases"].push_back(decode_phase("proj", "proj_L{l}"));
+    j[ptr(kCall + "/shared_nonstatic")] = true;
+    j["program"]["phases"][1]["steps"][0]["steps"][0]["shared_nonstatic"] = true;
+  });
+  auto f = of(l, "size-mismatch");
+  ASSERT_FALSE(f.empty()) << dump(l);
+  EXPECT_EQ(f[0].call, 3);
+  EXPECT_EQ(f[0].slot, 0);
+  EXPECT_EQ(f[0].message,
+            "slot a is 16 bytes but the BO of 'proj_L0' was sized 64 bytes at call 1");
+  EXPECT_EQ(plan_place(l, 3, 0).label(), "pool:proj/0/64");
+  EXPECT_EQ(plan_place(l, 3, 0).bo, plan_place(l, 1, 0).bo);
+}
+
+// The decode phase on the prefill keys (other sizes), with the prefill call in cache
+// `prefill_cache` and the decode call in `decode_cache` ("" leaves the field out).
+Linted two_caches(const std::string& prefill_cache, const std::string& decode_cache) {
+  return lint([&](ojson& j) {
+    j["program"]["phases"].push_back(decode_phase("proj", "proj_L{l}"));
+    if (!prefill_cache.empty()) j[ptr(kCall + "/cache")] = prefill_cache;
+    if (!decode_cache.empty())
+      j["program"]["phases"][1]["steps"][0]["steps"][0]["cache"] = decode_cache;
+  });
+}
+
+TEST(LintSizeMismatch, SameKeyInTwoCachesIsTwoKeys) {
+  auto l = two_caches("prefill", "decode");
+  expect_silent(l, "size-mismatch");
+  ASSERT_EQ(l.trace.calls.size(), 4u);
+  EXPECT_EQ(l.trace.calls[2].ns, "decode");
+  EXPECT_EQ(l.trace.calls[2].bo_key, "proj_L0");
+  EXPECT_EQ(l.trace.calls[2].key_first_call, 3);  // its own first call
+  EXPECT_EQ(plan_place(l, 3, 0).label(), "decode:key:proj_L0/0");
+  EXPECT_EQ(plan_place(l, 3, 0).bytes, 16u);
+}
+
+TEST(LintSizeMismatch, SameKeyInOneNamedCacheIsOneKey) {
+  // The twin: both calls in one (named) cache instance.
+  auto l = two_caches("main", "main");
+  ASSERT_TRUE(l.error.empty()) << l.error;
+  auto f = of(l, "size-mismatch");
+  ASSERT_FALSE(f.empty()) << dump(l);
+  EXPECT_EQ(f[0].call, 3);
+  EXPECT_EQ(f[0].slot, 0);
+  EXPECT_EQ(f[0].key_first_call, 1);
+  EXPECT_EQ(f[0].message,
+            "slot a is 16 bytes but the BO of 'proj_L0' was sized 64 bytes at call 1");
+  EXPECT_EQ(l.trace.calls[2].ns, "main");
+}
+
+TEST(LintSizeMismatch, CacheFieldMustBeAString) {
+  auto l = lint([](ojson& j) { j[ptr(kCall + "/cache")] = 3; });
+  EXPECT_NE(l.error.find(kCall + "/cache"), std::string::npos) << dump(l);
+}
+
 // --- alias-conflict
 
-TEST(LintAliasConflict, AliasOnStaticSlot) {
+TEST(LintConfigError, AliasOnStaticSlotRaisesInRealEngine) {
   auto l = lint([](ojson& j) { j[ptr(kCall + "/shared_alias")] = {{"b", "wpool"}}; });
-  auto f = of(l, "alias-conflict");
+  ASSERT_TRUE(l.error.empty()) << l.error;
+  auto f = of(l, "config-error");
   ASSERT_EQ(f.size(), 2u) << dump(l);  // one per layer key
   EXPECT_EQ(f[0].call, 1);
   EXPECT_EQ(f[0].slot, 1);
   EXPECT_EQ(f[0].slot_name, "b");
-  EXPECT_EQ(f[0].key_first_call, 1);
-  EXPECT_NE(f[0].message.find("static slot b is aliased to pool 'wpool'"), std::string::npos)
-      << f[0].message;
+  EXPECT_EQ(f[0].severity, Severity::error);
+  EXPECT_EQ(f[0].path, kCall + "/shared_alias");
+  EXPECT_EQ(f[0].message,
+            "static slot b is aliased to pool 'wpool'; the real engine raises ValueError here (an "
+            "alias would share one layer's weights across every bo_key)");
+  EXPECT_EQ(f[1].call, 2);
+  // Not a conflict any more (the engine never gets that far), and not a declaration that stops
+  // `check` from running the plan.
+  EXPECT_TRUE(of(l, "alias-conflict").empty()) << dump(l);
+  EXPECT_FALSE(l.inconsistent);
 }
 
-TEST(LintAliasConflict, AliasByIndexOnStaticSlot) {
+TEST(LintConfigError, AliasByIndexOnStaticSlotRaisesInRealEngine) {
   auto l = lint([](ojson& j) { j[ptr(kCall + "/shared_alias")] = {{"1", "wpool"}}; });
-  auto f = of(l, "alias-conflict");
-  ASSERT_FALSE(f.empty()) << dump(l);
+  auto f = of(l, "config-error");
+  ASSERT_EQ(f.size(), 2u) << dump(l);
   EXPECT_EQ(f[0].slot, 1);
+  EXPECT_EQ(f[0].path, kCall + "/shared_alias");
+  EXPECT_NE(f[0].message.find("the real engine raises ValueError here"), std::string::npos)
+      << f[0].message;
+  EXPECT_TRUE(of(l, "alias-conflict").empty()) << dump(l);
+}
+
+TEST(LintConfigError, AliasOnNonStaticSlotIsNoConfigError) {
+  // The twin: the same pool on the intermediate output.
+  auto l = lint([](ojson& j) { j[ptr(kCall + "/shared_alias")] = {{"out", "wpool"}}; });
+  expect_silent(l, "config-error");
 }
 
 TEST(LintAliasConflict, TwoSlotsOfOneCallOnOnePool) {

@@ -1,10 +1,13 @@
 // A tiny builder of hand-made Traces for the check unit tests (tests/checks/trace_checks_*).
 // It fills what the real plan expansion and runner would: slot roles from the index lists,
-// placements (key / shared / alias, with first_call and BO number per BO identity, and
-// key_first_call per (ns, bo_key), as tool/plan/expand.cpp computes them) and clean run data
-// under full capabilities (run, no_reuse, byte_diffs, access, verify; probe once a slot is
-// probed). Tests then override only the facts a rule depends on. Hashes are symbolic integers:
-// the checks only compare them.
+// placements as tool/plan/expand.cpp computes them (the real KernelCache: pools looked up only
+// at a key's first call, per (ns, bo_key); a later call copies that call's placement of each
+// slot index, and an argument beyond its count is unbound; alias pools keyed by (name, bytes);
+// a call whose shared_alias the engine raises on does not create its key), BO numbers and first
+// calls per BO identity, and clean run data under full capabilities (run, no_reuse,
+// byte_diffs, access, verify; probe once a slot is probed) with the reuse engine's writes and
+// failures (tool/engine/reuse_engine.cpp). Tests then override only the facts a rule depends
+// on. Hashes are symbolic integers: the checks only compare them.
 #pragma once
 #include <gtest/gtest.h>
 
@@ -66,7 +69,10 @@ class SlotBuilder {
     return *this;
   }
   SlotBuilder& access(bool reads_before_write, bool overwritten, bool written) {
-    access_ = BodyAccess{reads_before_write, overwritten, written};
+    access_ = BodyAccess{};
+    access_.reads_before_write = reads_before_write;
+    access_.overwritten = overwritten;
+    access_.written = written;
     return *this;
   }
   SlotBuilder& probe(bool read, size_t unwritten_bytes = 0) {
@@ -74,7 +80,8 @@ class SlotBuilder {
     return *this;
   }
   SlotBuilder& bo_bytes(size_t n) { bo_bytes_ = n; return *this; }
-  // Forces the slot's BO (e.g. two slots of one call on one key BO); ns is the call's.
+  // Forces the slot's BO (e.g. two slots of one call on one key BO), on a first or a later
+  // call of the key; ns is the call's, bytes this slot's.
   SlotBuilder& bo(BoPool pool, std::string name, int index) {
     Placement p;
     p.pool = pool;
@@ -120,6 +127,7 @@ class CallBuilder {
   CallBuilder& token(long long t) { c_.token = t; return *this; }
   CallBuilder& layer(long long l) { c_.layer = l; return *this; }
   CallBuilder& path(std::string p) { c_.path = std::move(p); return *this; }
+  // The call failed (the builder also fails the calls the reuse engine raises on by itself).
   CallBuilder& failed(std::string error = "array larger than its BO") {
     c_.failed = true;
     c_.error = std::move(error);
@@ -197,10 +205,11 @@ class TraceBuilder {
         for (auto& [i, sb] : cb.slots_)
           if (sb.probe_) t.header.caps.probe = true;
     const Capabilities& cap = t.header.caps;
-    std::map<std::pair<std::string, std::string>, int> key_first;
+    // (ns, bo_key) -> its first call and the BO list that call set up
+    std::map<std::pair<std::string, std::string>, std::pair<int, std::vector<Placement>>> keys;
     // BO identity -> (first call, BO number in order of first use), as the expansion numbers them
     std::map<decltype(Placement{}.identity()), std::pair<int, int>> bo_first;
-    std::map<decltype(Placement{}.identity()), size_t> bo_size;
+    std::map<int, size_t> bo_alloc;  // BO number -> its size when the engine first bound it
     std::map<std::string, uint64_t> symbols;
     auto symbol = [&](const std::string& s) {
       return symbols.emplace(s, 1000 + symbols.size()).first->second;
@@ -208,9 +217,20 @@ class TraceBuilder {
     for (auto& cb : calls_) {
       TraceCall c = cb.c_;
       c.number = cb.number_;
-      c.key_first_call = key_first.emplace(std::make_pair(c.ns, c.bo_key), c.number).first->second;
       const KernelInfo* k = find(c.kernel);
       size_t n = k ? k->slots.size() : 0;
+      std::string raises = alias_raises(c, n);
+      auto key = std::make_pair(c.ns, c.bo_key);
+      auto kit = keys.find(key);
+      bool first = kit == keys.end();
+      c.key_first_call = first ? c.number : kit->second.first;
+      // The reuse engine: what it raised (the first error), and whether a raise stops the writes.
+      bool failed = !raises.empty();
+      std::string error = failed ? "the real engine raises " + raises : "";
+      auto fail = [&](const std::string& e) {
+        if (!failed) error = e;
+        failed = true;
+      };
       for (size_t s = 0; s < n; ++s) {
         int si = static_cast<int>(s);
         auto it = cb.slots_.find(si);
@@ -233,38 +253,54 @@ class TraceBuilder {
         if (sb.source_ == ArraySource::var || sb.source_ == ArraySource::view)
           dflt = 100000 + static_cast<uint64_t>(c.number) * 100 + s;
         ts.host.hash = sb.hash_.value_or(dflt);
-        // Placement as the expansion computes it.
+        // Placement as the expansion computes it: looked up at the key's first call (or forced),
+        // a copy of the first call's on a later call, none beyond the first call's count.
         Placement p;
-        if (sb.place_) {
-          p = *sb.place_;
-        } else if (c.alias.count(si)) {
-          p.pool = BoPool::alias;
-          p.name = c.alias.at(si);
-        } else if (c.shared_nonstatic && !c.is_static(si)) {
-          p.pool = BoPool::shared;
-          p.name = c.kernel;
-          p.index = si;
+        if (first || sb.place_) {
+          p = sb.place_ ? *sb.place_ : first_call_placement(c, si);
+          p.ns = c.ns;
+          p.bytes = ts.host.bytes;
+          auto bi = bo_first.find(p.identity());
+          if (bi == bo_first.end())
+            bi = bo_first.emplace(p.identity(), std::make_pair(c.number, int(bo_first.size()) + 1))
+                     .first;
+          p.first_call = bi->second.first;
+          p.bo = bi->second.second;
+        } else if (s < kit->second.second.size()) {
+          p = kit->second.second[s];
         } else {
-          p.pool = BoPool::key;
+          p.ns = c.ns;
+          p.pool = BoPool::unbound;
           p.name = c.bo_key;
           p.index = si;
+          p.bytes = 0;
+          p.first_call = c.key_first_call;
+          p.bo = -1;
         }
-        p.ns = c.ns;
-        p.bytes = ts.host.bytes;
-        auto bi = bo_first.find(p.identity());
-        if (bi == bo_first.end())
-          bi = bo_first.emplace(p.identity(), std::make_pair(c.number, int(bo_first.size()) + 1))
-                   .first;
-        p.first_call = bi->second.first;
-        p.bo = bi->second.second;
-        size_t first_bytes = bo_size.emplace(p.identity(), ts.host.bytes).first->second;
         ts.place = p;
         ts.access = sb.access_;
         if (cap.run) {
-          // The engine writes plain inputs every call, and every slot on its BO's first use.
-          ts.written = ts.role == SlotRole::input || p.first_call == c.number;
-          ts.bo_bytes = first_bytes;
-          ts.reuse_pre = ts.reuse_post = ts.host.hash;
+          // The engine writes every slot at a key's first call and the plain inputs after;
+          // an unbound argument raises when written, a larger array where it is written or
+          // read back; nothing is written once the call raised.
+          bool bound = raises.empty() && p.pool != BoPool::unbound;
+          bool skip = !first && (c.is_static(si) || c.is_inter(si));
+          ts.bo_bytes = !bound ? (raises.empty() ? 0 : p.bytes)
+                               : bo_alloc.emplace(p.bo, p.bytes).first->second;
+          if (bound && ts.host.bytes > ts.bo_bytes && (!skip || ts.output))
+            fail("the real engine raises ValueError: slot " + ts.name + " is " +
+                 std::to_string(ts.host.bytes) + " bytes but its BO (" + p.label() + ") holds " +
+                 std::to_string(ts.bo_bytes) + (skip ? " (output readback)" : " (host write)"));
+          if (raises.empty() && !bound) {
+            size_t have = kit == keys.end() ? 0 : kit->second.second.size();
+            fail(skip ? "the real launch binds only the " + std::to_string(have) +
+                            " BOs of bo_key '" + c.bo_key + "'; the kernel never sees argument " +
+                            std::to_string(s)
+                      : "the real engine raises IndexError writing argument " + std::to_string(s) +
+                            ": bo_key '" + c.bo_key + "' has " + std::to_string(have) + " BOs");
+          }
+          ts.written = bound && !skip && !failed;
+          ts.reuse_pre = ts.reuse_post = bound ? ts.host.hash : 0;
         }
         if (cap.no_reuse) ts.noreuse_pre = ts.noreuse_post = ts.host.hash;
         if (sb.written_) ts.written = *sb.written_;
@@ -282,7 +318,16 @@ class TraceBuilder {
         if (sb.probe_) ts.probe = *sb.probe_;
         c.slots.push_back(std::move(ts));
       }
-      if (cap.no_reuse)
+      std::vector<Placement> places;
+      for (auto& ts : c.slots) places.push_back(ts.place);
+      // A call the engine raises on does not create its key.
+      if (first && raises.empty()) keys.emplace(key, std::make_pair(c.number, std::move(places)));
+      if (cap.run && failed && !c.failed) {
+        c.failed = true;
+        c.error = error;
+      }
+      // The runner compares no outputs of a call the reuse engine did not run.
+      if (cap.no_reuse && !c.failed)
         for (int o : c.outputs) {
           OutputMetrics m;
           m.slot = o;
@@ -304,6 +349,36 @@ class TraceBuilder {
   }
 
  private:
+  // What the real engine raises on the call's shared_alias before touching a BO ("" when
+  // nothing), as tool/plan/expand.cpp: an alias on a static slot, out of range, or unnamed.
+  static std::string alias_raises(const TraceCall& c, size_t n) {
+    for (auto& [slot, name] : c.alias)
+      if (c.is_static(slot)) return "ValueError: shared_alias must not target a static slot";
+    for (auto& [slot, name] : c.alias)
+      if (slot < 0 || static_cast<size_t>(slot) >= n)
+        return "ValueError: shared_alias index out of range";
+    for (auto& [slot, name] : c.alias)
+      if (name.empty()) return "ValueError: shared_alias pool names must be non-empty";
+    return "";
+  }
+  // The BO of slot `s` as the engine looks it up at a key's first call: the alias pool, the
+  // shared_nonstatic pool (kernel, slot, bytes), or the key's own BO.
+  static Placement first_call_placement(const TraceCall& c, int s) {
+    Placement p;
+    if (c.alias.count(s)) {
+      p.pool = BoPool::alias;
+      p.name = c.alias.at(s);
+    } else if (c.shared_nonstatic && !c.is_static(s)) {
+      p.pool = BoPool::shared;
+      p.name = c.kernel;
+      p.index = s;
+    } else {
+      p.pool = BoPool::key;
+      p.name = c.bo_key;
+      p.index = s;
+    }
+    return p;
+  }
   const KernelInfo* find(const std::string& name) const {
     for (auto& k : kernels_)
       if (k.name == name) return &k;

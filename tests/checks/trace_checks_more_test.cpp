@@ -6,6 +6,8 @@
 // and merging, so a drifting rule fails here first.
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "checks/checks.h"
 #include "checks/trace_builder.h"
 
@@ -276,25 +278,31 @@ TEST(TraceCheck_PlaceholderUpload, LintAndRunOfFirstCallMerge) {
 
 // ---- alias-conflict -----------------------------------------------------------------------
 
-TEST(TraceCheck_AliasConflict, FiresOnAliasedStaticSlotLint) {
+// A norm whose gamma slot g is static, with slot `aliased` on pool p.
+TraceBuilder norm_with_alias(int aliased) {
   TraceBuilder b;
-  b.identities_only().kernel("norm", {"x", "g", "out"});
-  b.call("norm", "norm_L0").statics({1}).alias(1, "p").slot(1).tensor("g[0]");
-  auto v = run_check(run_alias_conflict, b.build());
-  ASSERT_EQ(v.size(), 1u) << describe(v);
-  EXPECT_EQ(v[0].check, "alias-conflict");
-  EXPECT_EQ(v[0].severity, Severity::error);
-  EXPECT_EQ(v[0].call, 1);
-  EXPECT_EQ(v[0].slot, 1);
-  EXPECT_EQ(v[0].message,
-            "static slot g is aliased to pool 'p'; every key would read whatever the pool holds");
+  b.kernel("norm", {"x", "g", "out"});
+  b.call("norm", "norm_L0").path("/program/phases/0/steps/1").statics({1}).alias(aliased, "p")
+      .slot(1).tensor("g[0]");
+  return b;
+}
+
+TEST(TraceCheck_AliasConflict, SilentOnAliasedStaticSlot) {
+  // The real engine raises on it: config-error's (below), not a conflict, lint or run.
+  auto b = norm_with_alias(1);
+  Trace t = b.build();
+  EXPECT_TRUE(t.calls[0].failed);
+  EXPECT_TRUE(run_check(run_alias_conflict, t).empty()) << describe(run_check(run_alias_conflict, t));
+  b.identities_only();
+  EXPECT_TRUE(run_check(run_alias_conflict, b.build()).empty());
+  EXPECT_EQ(run_check(run_config_error, b.build()).size(), 1u);
 }
 
 TEST(TraceCheck_AliasConflict, SilentOnAliasedInputSlotLint) {
-  TraceBuilder b;
-  b.identities_only().kernel("norm", {"x", "g", "out"});
-  b.call("norm", "norm_L0").statics({1}).alias(0, "p").slot(1).tensor("g[0]");
+  auto b = norm_with_alias(0);
+  b.identities_only();
   EXPECT_TRUE(run_check(run_alias_conflict, b.build()).empty());
+  EXPECT_TRUE(run_check(run_config_error, b.build()).empty());
 }
 
 // One call of `add` with slots a and b on the pools pool_a and pool_b.
@@ -588,9 +596,91 @@ TEST(TraceCheck_ConfigError, FiresOnAliasSlotOutOfRange) {
   b.call("k", "k_L0").path(kPath).alias(7, "p");
   auto v = run_check(run_config_error, b.build());
   ASSERT_EQ(v.size(), 1u) << describe(v);
+  EXPECT_EQ(v[0].severity, Severity::error);
   EXPECT_EQ(v[0].slot, -1);
   EXPECT_EQ(v[0].path, kPath + "/shared_alias");
-  EXPECT_EQ(v[0].message, "shared_alias slot 7 is out of range; k has slots 0..2");
+  EXPECT_EQ(v[0].message,
+            "shared_alias slot 7 is out of range; k has slots 0..2; the real engine raises "
+            "ValueError here");
+}
+
+TEST(TraceCheck_ConfigError, FiresOnAliasedStaticSlotRaisesInRealEngine) {
+  auto b = norm_with_alias(1);
+  b.identities_only();
+  auto v = run_check(run_config_error, b.build());
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  const Finding& f = v[0];
+  EXPECT_EQ(f.check, "config-error");
+  EXPECT_EQ(f.severity, Severity::error);
+  EXPECT_EQ(f.call, 1);
+  EXPECT_EQ(f.slot, 1);
+  EXPECT_EQ(f.slot_name, "g");
+  EXPECT_EQ(f.path, "/program/phases/0/steps/1/shared_alias");
+  EXPECT_EQ(f.message,
+            "static slot g is aliased to pool 'p'; the real engine raises ValueError here (an "
+            "alias would share one layer's weights across every bo_key)");
+}
+
+TEST(TraceCheck_ConfigError, SilentOnAliasedInputSlot) {
+  auto b = norm_with_alias(0);
+  b.identities_only();
+  EXPECT_TRUE(run_check(run_config_error, b.build()).empty());
+}
+
+TEST(TraceCheck_ConfigError, FiresOnEmptyAliasPoolName) {
+  TraceBuilder b;
+  b.identities_only().kernel("k", {"a", "b", "out"});
+  b.call("k", "k_L0").path(kPath).alias(2, "");
+  auto v = run_check(run_config_error, b.build());
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  EXPECT_EQ(v[0].slot, 2);
+  EXPECT_EQ(v[0].path, kPath + "/shared_alias");
+  EXPECT_EQ(v[0].message,
+            "shared_alias pool name of slot 2 is empty; the real engine raises ValueError here");
+  b.at(1).alias(2, "h");  // the twin: named
+  EXPECT_TRUE(run_check(run_config_error, b.build()).empty());
+}
+
+TEST(TraceCheck_ConfigError, CallTheEngineRaisesOnFailsAndDoesNotCreateItsKey) {
+  auto b = norm_with_alias(1);
+  b.call("norm", "norm_L0").statics({1}).slot(1).tensor("g[0]");
+  Trace t = b.build();
+  EXPECT_TRUE(t.calls[0].failed);
+  EXPECT_TRUE(contains(t.calls[0].error, "ValueError"));
+  EXPECT_FALSE(t.calls[0].slots[1].written);
+  EXPECT_TRUE(t.calls[0].outputs_cmp.empty());
+  // Call 2 is the key's first call: it sets the BO list up and writes its static slot.
+  EXPECT_EQ(t.calls[1].key_first_call, 2);
+  EXPECT_FALSE(t.calls[1].failed);
+  EXPECT_TRUE(t.calls[1].slots[1].written);
+}
+
+TEST(TraceCheck_ConfigError, InconsistentDeclarationsExcludeEngineRaises) {
+  // Only the declaration rules stop `check` from running the plan; the shared_alias rules
+  // fail their call in the run, as in the real engine.
+  auto alias_static = norm_with_alias(1);
+  alias_static.identities_only();
+  EXPECT_FALSE(has_inconsistent_declarations(alias_static.build()));
+  TraceBuilder b;
+  b.identities_only().kernel("k", {"a", "b", "out"});
+  b.call("k", "k_L0").alias(7, "p");
+  b.call("k", "k_L1").alias(2, "");
+  EXPECT_FALSE(has_inconsistent_declarations(b.build()));
+  EXPECT_EQ(run_check(run_config_error, b.build()).size(), 2u);
+  for (auto decl : {std::vector<int>{5}, std::vector<int>{1, 1}, std::vector<int>{2}}) {
+    TraceBuilder d;
+    d.identities_only().kernel("k", {"a", "b", "out"});
+    d.call("k", "k_L0").statics(decl);
+    EXPECT_TRUE(has_inconsistent_declarations(d.build())) << decl.size();
+  }
+  TraceBuilder both;
+  both.identities_only().kernel("k", {"a", "b", "out"});
+  both.call("k", "k_L0").statics({1}).inters({1});
+  EXPECT_TRUE(has_inconsistent_declarations(both.build()));
+  TraceBuilder clean;
+  clean.identities_only().kernel("k", {"a", "b", "out"});
+  clean.call("k", "k_L0").statics({1}).inters({2});
+  EXPECT_FALSE(has_inconsistent_declarations(clean.build()));
 }
 
 TEST(TraceCheck_ConfigError, KeepsRecordedSourceLocationAsPath) {

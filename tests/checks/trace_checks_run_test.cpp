@@ -22,27 +22,99 @@ TEST(TraceCheck_Builder, PlacementsAndFirstCallsFollowTheExpansion) {
   TraceBuilder b;
   b.kernel("proj", {"x", "w", "out"});
   b.call("proj", "K").statics({1}).shared_nonstatic().alias(2, "act");
-  b.call("proj", "K").statics({1}).shared_nonstatic().alias(2, "act").slot(0).bytes(128);
+  b.call("proj", "K").statics({1}).shared_nonstatic().alias(2, "act").slot(0).bytes(32);
   b.call("proj", "K").ns("e2").statics({1});
   Trace t = b.build();
   ASSERT_EQ(t.calls.size(), 3u);
   EXPECT_EQ(t.calls[1].number, 2);
   EXPECT_EQ(t.calls[1].key_first_call, 1);
   EXPECT_EQ(t.calls[2].key_first_call, 3);  // per (ns, bo_key)
+  const TraceSlot& x1 = t.calls[0].slots[0];
+  EXPECT_EQ(x1.place.label(), "pool:proj/0/64");
+  EXPECT_EQ(x1.place.bo, 1);  // BOs are numbered in order of first use
+  // A later call copies its key's first placement whatever its own size: call 1's pool BO.
   const TraceSlot& x2 = t.calls[1].slots[0];
   EXPECT_EQ(x2.place.pool, BoPool::shared);
-  EXPECT_EQ(x2.place.label(), "pool:proj/0/128");
-  EXPECT_EQ(x2.place.first_call, 2);  // shared pools are keyed by size
-  EXPECT_EQ(x2.place.bo, 4);          // BOs are numbered in order of first use
+  EXPECT_EQ(x2.place.label(), "pool:proj/0/64");
+  EXPECT_EQ(x2.place.bytes, 64u);
+  EXPECT_EQ(x2.place.first_call, 1);
+  EXPECT_EQ(x2.place.bo, 1);
+  EXPECT_EQ(x2.host.bytes, 32u);
+  EXPECT_EQ(x2.bo_bytes, 64u);
+  EXPECT_TRUE(x2.written);  // a plain input, a prefix write
+  EXPECT_FALSE(t.calls[1].failed);
   EXPECT_EQ(t.calls[1].slots[1].place.bo, 2);
   EXPECT_EQ(t.calls[1].slots[1].place.label(), "key:K/1");
   EXPECT_EQ(t.calls[1].slots[1].place.first_call, 1);
   EXPECT_EQ(t.calls[1].slots[1].role, SlotRole::static_input);
   EXPECT_FALSE(t.calls[1].slots[1].written);  // static, BO resident
-  EXPECT_EQ(t.calls[1].slots[2].place.label(), "alias:act");
+  EXPECT_EQ(t.calls[1].slots[2].place.label(), "alias:act/64");  // alias: (name, bytes)
+  EXPECT_EQ(t.calls[1].slots[2].place.index, -1);
   EXPECT_EQ(t.calls[1].slots[2].place.first_call, 1);
+  EXPECT_EQ(t.calls[1].slots[2].place.bo, 3);
   EXPECT_EQ(t.calls[2].slots[1].place.label(), "e2:key:K/1");
+  EXPECT_EQ(t.calls[2].slots[1].place.bo, 5);  // e2 has its own K/0 (4), then K/1
   EXPECT_TRUE(t.calls[2].slots[1].written);  // a new BO in another namespace
+}
+
+TEST(TraceCheck_Builder, LaterCallKeepsTheFirstCallsBoListWhateverItsFlags) {
+  // Call 2 drops shared_nonstatic and the alias and adds a static: every slot still lands
+  // where call 1 put it; a key's own flags are read only at its first call.
+  TraceBuilder b;
+  b.kernel("proj", {"x", "w", "out"});
+  b.call("proj", "K").shared_nonstatic().alias(2, "act");
+  b.call("proj", "K").statics({0});
+  Trace t = b.build();
+  for (size_t s = 0; s < 3; ++s) {
+    const Placement& p1 = t.calls[0].slots[s].place;
+    const Placement& p2 = t.calls[1].slots[s].place;
+    EXPECT_EQ(p2.identity(), p1.identity()) << "slot " << s;
+    EXPECT_EQ(p2.bo, p1.bo) << "slot " << s;
+    EXPECT_EQ(p2.first_call, 1) << "slot " << s;
+  }
+  EXPECT_EQ(t.calls[1].slots[0].place.label(), "pool:proj/0/64");
+  EXPECT_EQ(t.calls[1].slots[2].place.label(), "alias:act/64");
+  EXPECT_FALSE(t.calls[1].slots[0].written);  // now static: skipped
+}
+
+TEST(TraceCheck_Builder, AliasNameAtTwoSizesIsTwoBos) {
+  TraceBuilder b;
+  b.kernel("prod", {"x", "y"}).kernel("cons", {"y", "z"});
+  b.call("prod", "P").alias(1, "act").slot(1).bytes(256);
+  b.call("cons", "C").alias(0, "act").slot(0).bytes(128);
+  b.call("cons", "C2").alias(0, "act").slot(0).bytes(256);
+  Trace t = b.build();
+  const Placement& p = t.calls[0].slots[1].place;
+  const Placement& c = t.calls[1].slots[0].place;
+  const Placement& c2 = t.calls[2].slots[0].place;
+  EXPECT_EQ(c.label(), "alias:act/128");
+  EXPECT_FALSE(c.same_bo(p));
+  EXPECT_NE(c.bo, p.bo);
+  EXPECT_EQ(c.first_call, 2);
+  EXPECT_TRUE(c2.same_bo(p));  // the twin: the same (name, bytes)
+  EXPECT_EQ(c2.bo, p.bo);
+  EXPECT_EQ(c2.first_call, 1);
+}
+
+TEST(TraceCheck_Builder, UnboundArgumentsHaveNoBoAndNoResident) {
+  TraceBuilder b;
+  b.kernel("k2", {"a", "out"}).kernel("k3", {"a", "b", "out"});
+  b.call("k2", "K").slot(1).var("y");
+  b.call("k3", "K").inters({2}).slot(2).var("y");
+  Trace t = b.build();
+  const TraceSlot& s = t.calls[1].slots[2];
+  EXPECT_EQ(s.place.pool, BoPool::unbound);
+  EXPECT_EQ(s.place.name, "K");
+  EXPECT_EQ(s.place.index, 2);
+  EXPECT_EQ(s.place.bo, -1);
+  EXPECT_EQ(s.place.first_call, 1);
+  EXPECT_FALSE(s.written);
+  EXPECT_TRUE(t.calls[1].failed);
+  EXPECT_FALSE(shares_bo(t.calls[1], 2));
+  auto r = residents(t);
+  EXPECT_EQ(r[1][2].call, 0);  // no BO, so nothing resident
+  EXPECT_EQ(r[1][1].binding, "y");  // slot 1 is call 1's out BO (key:K/1)
+  EXPECT_EQ(r[1][1].call, 1);
 }
 
 TEST(TraceCheck_Builder, NumberBosReproducesTheBuildersNumbering) {
@@ -53,6 +125,8 @@ TEST(TraceCheck_Builder, NumberBosReproducesTheBuildersNumbering) {
   b.call("prod", "P").alias(1, "act");
   b.call("cons", "C").alias(0, "act").shared_nonstatic();
   b.call("prod", "P").ns("e2");
+  b.call("cons", "C").slot(1).bytes(128);  // a later call: call 2's placements, copied
+  b.call("prod", "P").ns("e2").alias(0, "act");  // alias flags of a later call: ignored
   Trace want = b.build();
   Trace t = want;
   for (auto& c : t.calls)
@@ -67,6 +141,9 @@ TEST(TraceCheck_Builder, NumberBosReproducesTheBuildersNumbering) {
     }
   EXPECT_EQ(want.calls[1].slots[0].place.bo, want.calls[0].slots[1].place.bo);  // the alias
   EXPECT_EQ(want.calls[2].slots[0].place.bo, 4);  // P/0, act, C's shared z, then e2's P/0
+  EXPECT_EQ(want.calls[3].slots[1].place.bo, want.calls[1].slots[1].place.bo);
+  EXPECT_EQ(want.calls[3].slots[1].place.bytes, 64u);
+  EXPECT_EQ(want.calls[4].slots[0].place.label(), "e2:key:P/0");
 }
 
 // ---- coverage_gaps ------------------------------------------------------------------------

@@ -78,12 +78,20 @@ TEST(TraceCheck_StaleStatic, SilentWhenBindingDiffers) {
 }
 
 TEST(TraceCheck_StaleStatic, SilentWhenSlotIsAliased) {
+  // Call 1 set the key up with lut in an alias pool (not static there: an alias on a static
+  // slot raises); call 2 declares it static and reuses that BO list, so its static slot is
+  // aliased: alias-conflict's to report.
   auto b = stale_lut();
-  b.at(1).alias(1, "lut_pool");
-  b.at(2).alias(1, "lut_pool");
+  b.at(1).statics({}).alias(1, "lut_pool");
   Trace t = b.build();
   ASSERT_EQ(t.calls[1].slots[1].place.pool, BoPool::alias);
+  ASSERT_EQ(t.calls[1].slots[1].role, SlotRole::static_input);
+  ASSERT_FALSE(t.calls[1].failed);
   EXPECT_TRUE(run_check(run_stale_static, t).empty());
+  // The twin without the alias: the same non-static first call, then the skipped static slot.
+  auto twin = stale_lut();
+  twin.at(1).statics({});
+  EXPECT_EQ(run_check(run_stale_static, twin.build()).size(), 1u);
 }
 
 TEST(TraceCheck_StaleStatic, SilentWhenCallFailed) {
@@ -276,12 +284,38 @@ TEST(TraceCheck_SizeMismatch, SilentWhenSlotBytesAgreeLint) {
   EXPECT_TRUE(run_check(run_size_mismatch, b.build()).empty());
 }
 
-TEST(TraceCheck_SizeMismatch, SilentWhenSlotIsInSharedNonstaticPool) {
-  // Shared pools are keyed by size: a new size gets its own BO (lint and run agree).
+TEST(TraceCheck_SizeMismatch, FiresForSmallerSharedNonstaticSlotOnLaterCall) {
+  // Pools are looked up only at a key's first call: call 2 reuses call 1's pool BO (512 bytes)
+  // whatever its own size, so a shared_nonstatic slot is compared like any other.
   Trace t = shared_lm_head(true).build();
   ASSERT_EQ(t.calls[1].slots[0].place.pool, BoPool::shared);
+  EXPECT_EQ(t.calls[1].slots[0].place.label(), "pool:lm_head/0/512");
+  EXPECT_EQ(t.calls[1].slots[0].place.bo, t.calls[0].slots[0].place.bo);
+  EXPECT_FALSE(t.calls[1].failed);  // smaller: a prefix write
+  auto v = run_check(run_size_mismatch, t);
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  EXPECT_EQ(v[0].call, 2);
+  EXPECT_EQ(v[0].slot, 0);
+  EXPECT_EQ(v[0].key_first_call, 1);
+  EXPECT_EQ(v[0].severity, Severity::error);
+  EXPECT_EQ(v[0].message,
+            "slot x is 64 bytes but the BO of 'lm_head' was sized 512 bytes at call 1");
+  // The run's note on the same slot names the pool BO (merged into lint's finding above).
+  EXPECT_EQ(size_note(t, t.calls[1], t.calls[1].slots[0]),
+            "slot x is 64 bytes but its BO (pool:lm_head/0/512) was sized 512 bytes at first use");
+}
+
+TEST(TraceCheck_SizeMismatch, SilentWhenSharedNonstaticCallHasItsOwnKey) {
+  // The twin: on a key of its own, call 2's first call looks the pool up at its own size and
+  // gets a BO of its own.
+  TraceBuilder own;
+  own.kernel("lm_head", {"x", "w", "out"});
+  own.call("lm_head", "lm_head_pre").statics({1}).shared_nonstatic().slot(0).bytes(512);
+  own.call("lm_head", "lm_head_dec").statics({1}).shared_nonstatic().slot(0).bytes(64);
+  Trace t = own.build();
+  EXPECT_EQ(t.calls[1].slots[0].place.label(), "pool:lm_head/0/64");
+  EXPECT_NE(t.calls[1].slots[0].place.bo, t.calls[0].slots[0].place.bo);
   EXPECT_TRUE(run_check(run_size_mismatch, t).empty()) << describe(run_check(run_size_mismatch, t));
-  EXPECT_EQ(run_check(run_size_mismatch, shared_lm_head(false).build()).size(), 1u);
 }
 
 TEST(TraceCheck_SizeMismatch, FiresForStaticSlotEvenWithSharedNonstatic) {
@@ -292,7 +326,7 @@ TEST(TraceCheck_SizeMismatch, FiresForStaticSlotEvenWithSharedNonstatic) {
   auto v = run_check(run_size_mismatch, b.build());
   ASSERT_EQ(v.size(), 1u) << describe(v);
   EXPECT_EQ(v[0].slot, 1);
-  EXPECT_TRUE(contains(v[0].message, "slot w is 128 bytes"));
+  EXPECT_EQ(v[0].message, "slot w is 128 bytes but the BO of 'lm_head' was sized 64 bytes at call 1");
 }
 
 TEST(TraceCheck_SizeMismatch, LintAndRunOfOneSlotMerge) {
@@ -302,6 +336,21 @@ TEST(TraceCheck_SizeMismatch, LintAndRunOfOneSlotMerge) {
   EXPECT_EQ(v[0].call, 2);
   EXPECT_EQ(v[0].occurrences, 1);
   EXPECT_TRUE(contains(v[0].message, "was sized 512 bytes at call 1"));
+}
+
+TEST(TraceCheck_SizeMismatch, LaterCallComparesWithTheFirstCallsBoNotTheLastCall) {
+  // Calls 2 and 3 agree with each other (64 bytes) but not with the BO call 1 set up.
+  auto b = shared_lm_head(false);
+  b.identities_only();
+  b.call("lm_head", "lm_head").statics({1}).slot(0).bytes(64);
+  Trace t = b.build();
+  EXPECT_EQ(t.calls[2].slots[0].place.bytes, 512u);
+  EXPECT_EQ(t.calls[2].slots[0].place.first_call, 1);
+  auto v = run_check(run_size_mismatch, t);
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  EXPECT_EQ(v[0].call, 2);
+  EXPECT_EQ(v[0].occurrences, 2);
+  EXPECT_EQ(v[0].last_call, 3);
 }
 
 // Kernel k3 (3 slots) creates key K; k4 (4 slots) reuses it when same_key.
@@ -322,7 +371,9 @@ TEST(TraceCheck_SizeMismatch, FiresWhenSlotCountDiffersLint) {
   EXPECT_EQ(v[0].slot, -1);
   EXPECT_EQ(v[0].kernel, "k4");
   EXPECT_EQ(v[0].key_first_call, 1);
-  EXPECT_EQ(v[0].message, "bo_key 'K' was created with 3 slots at call 1 (k3); this call passes 4");
+  EXPECT_EQ(v[0].message,
+            "bo_key 'K' was set up with 3 args at call 1 (k3); this call passes 4 and the launch "
+            "binds only the first 3");
 }
 
 TEST(TraceCheck_SizeMismatch, SilentWhenOtherSlotCountHasOwnKey) {
@@ -330,19 +381,69 @@ TEST(TraceCheck_SizeMismatch, SilentWhenOtherSlotCountHasOwnKey) {
   EXPECT_TRUE(run_check(run_size_mismatch, b.build()).empty());
 }
 
-TEST(TraceCheck_SizeMismatch, RunNotesSlotBeyondFirstCallsCount) {
+TEST(TraceCheck_SizeMismatch, LaterCallsSlotBeyondFirstCallsCountIsUnbound) {
+  Trace t = slot_counts(true).build();
+  const TraceCall& c = t.calls[1];
+  // Slots 0..2 reuse the BOs call 1 set up, whatever k4 calls them.
+  for (int s = 0; s < 3; ++s) {
+    EXPECT_EQ(c.slots[s].place.label(), "key:K/" + std::to_string(s));
+    EXPECT_EQ(c.slots[s].place.bo, t.calls[0].slots[s].place.bo);
+  }
+  const Placement& p = c.slots[3].place;
+  EXPECT_EQ(p.pool, BoPool::unbound);
+  EXPECT_EQ(p.label(), "unbound:K/3");
+  EXPECT_EQ(p.bytes, 0u);
+  EXPECT_EQ(p.bo, -1);
+  EXPECT_EQ(p.first_call, 1);
+  EXPECT_FALSE(c.slots[3].written);
+  EXPECT_EQ(c.slots[3].bo_bytes, 0u);
+  EXPECT_TRUE(c.failed);  // writing it raises IndexError
+  EXPECT_TRUE(contains(c.error, "IndexError"));
+}
+
+TEST(TraceCheck_SizeMismatch, RunNotesWrittenUnboundArgumentRaises) {
+  // k4's slot 3 (out) is a plain input: the engine writes it, and there is no BO to write.
   auto v = run_check(run_size_mismatch, slot_counts(true).build());
   ASSERT_EQ(v.size(), 2u) << describe(v);
   EXPECT_EQ(v[0].slot, -1);  // lint
   EXPECT_EQ(v[1].call, 2);
   EXPECT_EQ(v[1].slot, 3);
   EXPECT_EQ(v[1].slot_name, "out");
+  EXPECT_EQ(v[1].key_first_call, 1);
+  EXPECT_EQ(v[1].severity, Severity::error);
   EXPECT_EQ(v[1].message,
-            "bo_key 'K' was created with 3 slots at call 1; this call passes 4, so slot 3 gets a "
-            "BO the first call never set up");
+            "argument 3 (out) has no BO: bo_key 'K' was set up with 3 args; the real engine "
+            "raises IndexError writing it");
 }
 
-// A producer's output and a consumer's input on one alias pool.
+TEST(TraceCheck_SizeMismatch, RunNotesSkippedUnboundArgumentIsNeverSeen) {
+  // The twin: slot 3 is intermediate on the later call, so the engine skips it; the launch
+  // binds only the key's 3 BOs.
+  auto b = slot_counts(true);
+  b.at(2).inters({3});
+  Trace t = b.build();
+  ASSERT_EQ(t.calls[1].slots[3].place.pool, BoPool::unbound);
+  EXPECT_TRUE(t.calls[1].failed);  // not modelled
+  EXPECT_TRUE(contains(t.calls[1].error, "never sees argument 3"));
+  auto v = run_check(run_size_mismatch, t);
+  ASSERT_EQ(v.size(), 2u) << describe(v);
+  EXPECT_EQ(v[1].slot, 3);
+  EXPECT_EQ(v[1].severity, Severity::error);
+  EXPECT_EQ(v[1].message,
+            "argument 3 (out) has no BO: the launch binds only the 3 BOs of bo_key 'K', so the "
+            "kernel never sees it");
+}
+
+TEST(TraceCheck_SizeMismatch, SilentOnUnboundArgumentWithoutRunCapability) {
+  // Lint says the count differs; only the run part names the argument.
+  auto b = slot_counts(true);
+  b.identities_only();
+  auto v = run_check(run_size_mismatch, b.build());
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  EXPECT_EQ(v[0].slot, -1);
+}
+
+// A producer's output and a consumer's input on one alias pool name.
 TraceBuilder alias_sizes(size_t producer, size_t consumer) {
   TraceBuilder b;
   b.kernel("prod", {"x", "y"}).kernel("cons", {"y", "z"});
@@ -351,36 +452,139 @@ TraceBuilder alias_sizes(size_t producer, size_t consumer) {
   return b;
 }
 
-TEST(TraceCheck_SizeMismatch, FiresWhenAliasPoolSizesDifferLint) {
+TEST(TraceCheck_SizeMismatch, FiresWhenAliasPoolNameGetsTwoSizesLint) {
   auto b = alias_sizes(256, 128);
   b.identities_only();
-  auto v = run_check(run_size_mismatch, b.build());
+  Trace t = b.build();
+  // Alias pools are keyed by (name, bytes): two BOs, sharing lost.
+  EXPECT_EQ(t.calls[1].slots[0].place.label(), "alias:act/128");
+  EXPECT_NE(t.calls[1].slots[0].place.bo, t.calls[0].slots[1].place.bo);
+  EXPECT_EQ(t.calls[1].slots[0].place.first_call, 2);
+  auto v = run_check(run_size_mismatch, t);
   ASSERT_EQ(v.size(), 1u) << describe(v);
+  EXPECT_EQ(v[0].severity, Severity::error);
   EXPECT_EQ(v[0].call, 2);
   EXPECT_EQ(v[0].slot, 0);
   EXPECT_EQ(v[0].kernel, "cons");
-  EXPECT_EQ(v[0].key_first_call, 1);  // the pool's first user
-  EXPECT_EQ(v[0].message, "alias pool 'act' holds 256 bytes; slot y needs 128");
+  EXPECT_EQ(v[0].key_first_call, 1);  // the pool name's first user
+  EXPECT_EQ(v[0].message,
+            "alias pool 'act' was created with 256 bytes at call 1; slot y needs 128: the real "
+            "engine keys alias pools by (name, size), so this slot gets a BO of its own and "
+            "sharing is silently lost");
 }
 
 TEST(TraceCheck_SizeMismatch, SilentWhenAliasPoolSizesAgree) {
-  EXPECT_TRUE(run_check(run_size_mismatch, alias_sizes(256, 256).build()).empty());
+  Trace t = alias_sizes(256, 256).build();
+  EXPECT_EQ(t.calls[1].slots[0].place.label(), "alias:act/256");
+  EXPECT_EQ(t.calls[1].slots[0].place.bo, t.calls[0].slots[1].place.bo);  // one shared BO
+  EXPECT_EQ(t.calls[1].slots[0].place.first_call, 1);
+  EXPECT_TRUE(run_check(run_size_mismatch, t).empty()) << describe(run_check(run_size_mismatch, t));
+}
+
+TEST(TraceCheck_SizeMismatch, AliasPoolsOfOneNameInTwoNamespacesAreNotCompared) {
+  auto b = alias_sizes(256, 128);
+  b.at(2).ns("e2");
+  EXPECT_TRUE(run_check(run_size_mismatch, b.build()).empty());
+}
+
+TEST(TraceCheck_SizeMismatch, LaterCallOfAliasedSlotComparesWithItsKeysFirstCall) {
+  // A later call of P reuses the alias BO P's first call set up: the bytes rule, not the pool
+  // name rule, and only against P's first call.
+  auto b = alias_sizes(256, 256);
+  b.identities_only();
+  b.call("prod", "P").alias(1, "act").slot(1).bytes(128);
+  Trace t = b.build();
+  EXPECT_EQ(t.calls[2].slots[1].place.label(), "alias:act/256");
+  auto v = run_check(run_size_mismatch, t);
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  EXPECT_EQ(v[0].call, 3);
+  EXPECT_EQ(v[0].slot, 1);
+  EXPECT_EQ(v[0].key_first_call, 1);
+  EXPECT_EQ(v[0].message, "slot y is 128 bytes but the BO of 'P' was sized 256 bytes at call 1");
 }
 
 TEST(TraceCheck_SizeMismatch, FiresWhenBoBytesDifferFromHostBytesRun) {
-  // A BO sized elsewhere (e.g. by a recorded engine): only the run knows.
+  // A BO sized elsewhere (e.g. by a recorded engine): only the run knows. Smaller host bytes
+  // than the BO are a prefix write.
   TraceBuilder b;
   b.kernel("proj", {"x", "w", "out"});
-  b.call("proj", "K").slot(0).bytes(512).bo_bytes(256);
+  b.call("proj", "K").slot(0).bytes(256).bo_bytes(512);
   auto v = run_check(run_size_mismatch, b.build());
   ASSERT_EQ(v.size(), 1u) << describe(v);
   EXPECT_EQ(v[0].call, 1);
   EXPECT_EQ(v[0].slot, 0);
+  EXPECT_EQ(v[0].severity, Severity::error);
   EXPECT_EQ(v[0].message,
-            "slot x is 512 bytes but its BO (key:K/0) was sized 256 bytes at first use");
+            "slot x is 256 bytes but its BO (key:K/0) was sized 512 bytes at first use");
 
-  b.at(1).slot(0).bo_bytes(512);
+  b.at(1).slot(0).bo_bytes(256);
   EXPECT_TRUE(run_check(run_size_mismatch, b.build()).empty());
+}
+
+// Call 1 sets key K up (64-byte slots); call 2's slot 1 is 64 bytes as declared (lint is
+// silent), but the (recorded) engine's BO holds only 32. On call 2 the slot is `role`.
+enum class Role { input, static_input, intermediate_output };
+TraceBuilder larger_than_bo(Role role) {
+  TraceBuilder b;
+  b.kernel("proj", {"x", "w", "out"});
+  b.call("proj", "K");
+  auto& c = b.call("proj", "K");
+  if (role == Role::static_input) c.statics({1});
+  if (role == Role::intermediate_output) c.inters({1}).outputs({1, 2});
+  c.slot(1).bo_bytes(32);
+  return b;
+}
+
+TEST(TraceCheck_SizeMismatch, WarnsTruncatedWhenSkippedSlotIsLargerThanItsBoRun) {
+  Trace t = larger_than_bo(Role::static_input).build();
+  ASSERT_FALSE(t.calls[1].slots[1].written);
+  auto v = run_check(run_size_mismatch, t);
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  EXPECT_EQ(v[0].call, 2);
+  EXPECT_EQ(v[0].slot, 1);
+  EXPECT_EQ(v[0].key_first_call, 1);
+  EXPECT_EQ(v[0].severity, Severity::warning);
+  EXPECT_EQ(v[0].message,
+            "slot w is 64 bytes but its BO (key:K/1) was sized 32 bytes at first use; the write "
+            "is skipped, so the kernel sees only the first 32 bytes (truncated)");
+}
+
+TEST(TraceCheck_SizeMismatch, ErrorWhenLargerSlotIsWrittenRun) {
+  // The twin: a plain input is written, and the real engine raises there.
+  auto v = run_check(run_size_mismatch, larger_than_bo(Role::input).build());
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  EXPECT_EQ(v[0].slot, 1);
+  EXPECT_EQ(v[0].severity, Severity::error);
+  EXPECT_EQ(v[0].message,
+            "slot w is 64 bytes but its BO (key:K/1) was sized 32 bytes at first use; the real "
+            "engine raises ValueError there");
+}
+
+TEST(TraceCheck_SizeMismatch, ErrorWhenLargerSkippedSlotIsReadBackRun) {
+  // Skipped (intermediate) but an output: the real engine raises reading it back.
+  Trace t = larger_than_bo(Role::intermediate_output).build();
+  ASSERT_FALSE(t.calls[1].slots[1].written);
+  auto v = run_check(run_size_mismatch, t);
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  EXPECT_EQ(v[0].slot, 1);
+  EXPECT_EQ(v[0].severity, Severity::error);
+  EXPECT_EQ(v[0].message,
+            "slot w is 64 bytes but its BO (key:K/1) was sized 32 bytes at first use; the real "
+            "engine raises ValueError there");
+}
+
+TEST(TraceCheck_SizeMismatch, LargerSkippedSlotKeepsLintsErrorWhenBothSeeIt) {
+  // Declared larger than the BO call 1 set up: lint's error, with the run's truncated note on
+  // the same slot merged into it.
+  auto b = stale_lut();
+  b.at(2).slot(1).bytes(128).pre(11, 11);
+  Trace t = b.build();
+  EXPECT_FALSE(t.calls[1].failed);  // skipped and not an output: nothing raises
+  EXPECT_TRUE(contains(size_note(t, t.calls[1], t.calls[1].slots[1]), "(truncated)"));
+  auto v = run_check(run_size_mismatch, t);
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  EXPECT_EQ(v[0].severity, Severity::error);
+  EXPECT_EQ(v[0].message, "slot lut is 128 bytes but the BO of 'rope_dec' was sized 64 bytes at call 1");
 }
 
 TEST(TraceCheck_SizeMismatch, SilentRunPartWithoutRunCapability) {
@@ -389,6 +593,41 @@ TEST(TraceCheck_SizeMismatch, SilentRunPartWithoutRunCapability) {
   b.call("proj", "K").slot(0).bytes(512).bo_bytes(256);
   b.caps(only_caps(false, true));
   EXPECT_TRUE(run_check(run_size_mismatch, b.build()).empty());
+}
+
+// Key K in two cache instances: call 1 (ns "") sets it up with 3 slots of 64 bytes, call 2
+// (ns "e2", or "" when same_ns) passes 4 slots with a 128-byte first one, call 3 is K in "".
+TraceBuilder two_caches(bool same_ns) {
+  auto b = slot_counts(true);
+  b.at(2).ns(same_ns ? "" : "e2").slot(0).bytes(128);
+  b.call("k3", "K");
+  return b;
+}
+
+TEST(TraceCheck_SizeMismatch, KeysOfTwoNamespacesAreSeparate) {
+  Trace t = two_caches(false).build();
+  EXPECT_EQ(t.calls[1].key_first_call, 2);  // per (ns, bo_key)
+  EXPECT_EQ(t.calls[2].key_first_call, 1);
+  EXPECT_EQ(t.calls[1].slots[3].place.pool, BoPool::key);  // its own, four-slot BO list
+  EXPECT_EQ(t.calls[1].slots[0].place.label(), "e2:key:K/0");
+  EXPECT_EQ(t.calls[1].slots[0].place.bytes, 128u);
+  EXPECT_FALSE(t.calls[1].failed);
+  EXPECT_TRUE(run_check(run_size_mismatch, t).empty()) << describe(run_check(run_size_mismatch, t));
+  auto b = two_caches(false);
+  b.identities_only();
+  EXPECT_TRUE(run_check(run_size_mismatch, b.build()).empty());
+}
+
+TEST(TraceCheck_SizeMismatch, KeysOfOneNamespaceAreCompared) {
+  // The twin: the same calls in one cache instance.
+  Trace t = two_caches(true).build();
+  EXPECT_EQ(t.calls[1].key_first_call, 1);
+  auto v = run_check(run_size_mismatch, t);
+  ASSERT_EQ(v.size(), 3u) << describe(v);
+  EXPECT_EQ(v[0].slot, -1);  // slot count
+  EXPECT_EQ(v[1].slot, 0);   // 128 bytes into a 64-byte BO
+  EXPECT_EQ(v[1].message, "slot a is 128 bytes but the BO of 'K' was sized 64 bytes at call 1");
+  EXPECT_EQ(v[2].slot, 3);   // no BO
 }
 
 // ---- static-clobber -----------------------------------------------------------------------

@@ -58,6 +58,10 @@ class ReuseEngine {
   // The slot's BO (allocated at its first use); false when the slot has none.
   bool bind(const PlanCall& c, int s, SlotWrite& w);
   void write(const PlanCall& c, size_t s, const HostSlot& host, SlotWrite& w);
+  // False when slot s is not written: skipped, or a placeholder the real engine cannot write
+  // (zero-stride: raises) or turns into a 0-byte BO (empty, first call: not modelled).
+  bool placeholder_write(const PlanCall& c, size_t s, bool skip, bool fresh, const SlotWrite& w,
+                         Prepared& p, bool& not_run);
   Backend& b_;
   std::map<std::pair<std::string, std::string>, const PlanCall*> keys_;  // (cache, key) -> first
   std::vector<BoHandle> bos_;  // by Placement::bo (kNone: not allocated yet)

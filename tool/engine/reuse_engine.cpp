@@ -57,33 +57,7 @@ Prepared ReuseEngine::prepare(const PlanCall& c, const std::vector<HostSlot>& ho
     } else if (need < w.bo_bytes) {
       p.shape_call = &first;  // the kernel was set up for the first call's sizes
     }
-    const BoundArray& arg = c.args[s];
-    bool placeholder = arg.kind == Binding::Kind::placeholder;
-    // A 0-byte BO (an empty placeholder at the key's first call) that this call does not fill:
-    // the real kernel reads whatever the device holds there, which bo-doctor does not model.
-    if (zero_byte_.count(w.bo) && (skip || placeholder) && !not_run) {
-      not_run = true;
-      if (!p.failed)
-        p.error = "slot " + c.kernel->slots[s].name + " has a 0-byte BO (an empty placeholder at "
-                  "the first call of bo_key '" + c.bo_key + "'); bo-doctor does not model what "
-                  "the kernel reads there";
-    }
-    if (skip || p.failed) continue;
-    if (placeholder && arg.placeholder == Binding::Placeholder::broadcast) {
-      p.failed = true;
-      p.error = "the real engine raises ValueError: ndarray is not C-contiguous (slot " +
-                c.kernel->slots[s].name + " is written from a zero-stride placeholder)";
-      continue;
-    }
-    if (placeholder && arg.placeholder == Binding::Placeholder::empty && fresh) {
-      zero_byte_.insert(w.bo);  // sizes come from this call's arrays: 0 bytes
-      if (!not_run && !p.failed)
-        p.error = "slot " + c.kernel->slots[s].name + " gets a 0-byte BO: the key's first call "
-                  "passes an empty placeholder, so the kernel would read whatever the device "
-                  "holds; bo-doctor does not model that launch";
-      not_run = true;
-      continue;
-    }
+    if (!placeholder_write(c, s, skip, fresh, w, p, not_run)) continue;
     write(c, s, host[s], w);
     p.h2d_bytes += w.written_bytes;
     p.writes++;
@@ -96,6 +70,38 @@ Prepared ReuseEngine::prepare(const PlanCall& c, const std::vector<HostSlot>& ho
     if (!fits) p.shape_call = &c;
   }
   return p;
+}
+
+bool ReuseEngine::placeholder_write(const PlanCall& c, size_t s, bool skip, bool fresh,
+                                    const SlotWrite& w, Prepared& p, bool& not_run) {
+  const BoundArray& arg = c.args[s];
+  bool placeholder = arg.kind == Binding::Kind::placeholder;
+  const std::string& name = c.kernel->slots[s].name;
+  // A 0-byte BO (an empty placeholder at the key's first call) that this call does not fill:
+  // the real kernel reads whatever the device holds there, which bo-doctor does not model.
+  if (zero_byte_.count(w.bo) && (skip || placeholder) && !not_run) {
+    not_run = true;
+    if (!p.failed)
+      p.error = "slot " + name + " has a 0-byte BO (an empty placeholder at the first call of "
+                "bo_key '" + c.bo_key + "'); bo-doctor does not model what the kernel reads there";
+  }
+  if (skip || p.failed) return false;
+  if (placeholder && arg.placeholder == Binding::Placeholder::broadcast) {
+    p.failed = true;
+    p.error = "the real engine raises ValueError: ndarray is not C-contiguous (slot " + name +
+              " is written from a zero-stride placeholder)";
+    return false;
+  }
+  if (placeholder && arg.placeholder == Binding::Placeholder::empty && fresh) {
+    zero_byte_.insert(w.bo);  // sizes come from this call's arrays: 0 bytes
+    if (!not_run && !p.failed)
+      p.error = "slot " + name + " gets a 0-byte BO: the key's first call passes an empty "
+                "placeholder, so the kernel would read whatever the device holds; bo-doctor "
+                "does not model that launch";
+    not_run = true;
+    return false;
+  }
+  return true;
 }
 
 bool ReuseEngine::bind(const PlanCall& c, int s, SlotWrite& w) {
