@@ -109,6 +109,37 @@ Status check_template(const std::string& t, const std::string& path, const Scope
   return ok_status();
 }
 
+// "keep": output slot name -> var binding, or {"to": binding, "as": "view"|"copy"}.
+Status parse_keep(LoadCtx& c, const json& keep, const std::string& kp, const Scope& s,
+                  const KernelDecl& k, CallDecl& d) {
+  const std::string& kn = k.name;
+  BOD_CHECK(require_object(keep, kp));
+  for (auto it = keep.begin(); it != keep.end(); ++it) {
+    std::string ep = at(kp, it.key());
+    OutputDecl o;
+    o.slot = k.slot_index(it.key());
+    if (o.slot < 0) return bad(ep, "unknown slot '" + it.key() + "' in kernel " + kn);
+    const json* target = &it.value();
+    if (it.value().is_object()) {
+      BOD_CHECK(only_keys(it.value(), ep, {"to", "as"}));
+      if (!it.value().contains("to")) return bad(ep, "missing field 'to'");
+      target = &it.value()["to"];
+      if (it.value().contains("as")) {
+        BOD_TRY(std::string as, get_string(it.value()["as"], at(ep, "as")));
+        if (as != "view" && as != "copy")
+          return bad(at(ep, "as"), "expected \"view\" or \"copy\", found \"" + as + "\"");
+        o.view = as == "view";
+      }
+      ep = at(ep, "to");
+    }
+    BOD_TRY(o.target, parse_binding(c, *target, ep, s.names));
+    if (o.target.kind != Binding::Kind::var)
+      return bad(ep, "outputs are kept in vars; '" + o.target.name + "' is not a var");
+    d.keep.push_back(std::move(o));
+  }
+  return ok_status();
+}
+
 Result<CallDecl> parse_call(LoadCtx& c, const json& j, const std::string& path, const Scope& s) {
   BOD_CHECK(
       only_keys(j, path,
@@ -175,33 +206,7 @@ Result<CallDecl> parse_call(LoadCtx& c, const json& j, const std::string& path, 
       d.shared_alias[slot] = pool;
     }
   }
-  if (j.contains("keep")) {
-    std::string kp = at(path, "keep");
-    BOD_CHECK(require_object(j["keep"], kp));
-    for (auto it = j["keep"].begin(); it != j["keep"].end(); ++it) {
-      std::string ep = at(kp, it.key());
-      OutputDecl o;
-      o.slot = k.slot_index(it.key());
-      if (o.slot < 0) return bad(ep, "unknown slot '" + it.key() + "' in kernel " + kn);
-      const json* target = &it.value();
-      if (it.value().is_object()) {
-        BOD_CHECK(only_keys(it.value(), ep, {"to", "as"}));
-        if (!it.value().contains("to")) return bad(ep, "missing field 'to'");
-        target = &it.value()["to"];
-        if (it.value().contains("as")) {
-          BOD_TRY(std::string as, get_string(it.value()["as"], at(ep, "as")));
-          if (as != "view" && as != "copy")
-            return bad(at(ep, "as"), "expected \"view\" or \"copy\", found \"" + as + "\"");
-          o.view = as == "view";
-        }
-        ep = at(ep, "to");
-      }
-      BOD_TRY(o.target, parse_binding(c, *target, ep, s.names));
-      if (o.target.kind != Binding::Kind::var)
-        return bad(ep, "outputs are kept in vars; '" + o.target.name + "' is not a var");
-      d.keep.push_back(std::move(o));
-    }
-  }
+  if (j.contains("keep")) BOD_CHECK(parse_keep(c, j["keep"], at(path, "keep"), s, k, d));
   return d;
 }
 
