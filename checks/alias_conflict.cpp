@@ -10,8 +10,8 @@ const CheckInfo kInfo{
     "an alias or pooled BO is shared by buffers that are live at the same time",
     "corrupted activations, or every layer reading the first layer's weights",
     "lint: two slots of one call on one pool; run: an aliased slot that was not written held "
-    "other bytes than the no-reuse engine's (an alias on a static slot is a config-error: the "
-    "real engine raises)",
+    "other bytes than the no-reuse engine's and the kernel reads it before writing it (an alias "
+    "on a static slot is a config-error: the real engine raises)",
     "alias only a producer's output with its consumer's input, never a static slot, and give "
     "buffers that are live together their own pools",
     kNeedRun | kNeedNoReuse, 0, true};
@@ -41,7 +41,10 @@ void run_alias_conflict(const Trace& t, FindingSink& sink) {
   for (auto& c : t.calls) {
     if (c.failed) continue;  // the reuse engine never ran it: size-mismatch says why
     for (auto& s : c.slots) {
-      bool stale = s.place.pool == BoPool::alias && stale_before(s);
+      // Stale bytes in an alias pool matter only when the kernel reads them before writing
+      // the slot (with access facts; without them, assume it does).
+      bool seen = !t.header.caps.access || s.access.reads_before_write;
+      bool stale = s.place.pool == BoPool::alias && stale_before(s) && seen;
       bool shared = shares_bo(c, s.slot);
       if (!stale && !shared) continue;
       const Resident& r = resident[static_cast<size_t>(c.number - 1)][static_cast<size_t>(s.slot)];
@@ -50,7 +53,10 @@ void run_alias_conflict(const Trace& t, FindingSink& sink) {
                          : "aliased slot " + s.name + " (" + s.place.name +
                                ") was not written and holds '" + r.binding + "' from call " +
                                std::to_string(r.call) + ", not what the no-reuse engine had";
-      f.evidence = {{"device bytes reuse vs no-reuse", hash_pair(s.reuse_pre, s.noreuse_pre)}};
+      f.evidence = {{"device bytes reuse vs no-reuse", hash_pair(s.reuse_pre, s.noreuse_pre)},
+                    {"severity", shared ? "error: two arguments of one launch are one buffer"
+                                        : "error: the kernel reads the slot before writing it, so "
+                                          "it sees bytes another user left in the pool"}};
       sink.add(std::move(f));
     }
   }

@@ -358,6 +358,7 @@ TraceBuilder alias_handoff(uint64_t noreuse) {
   b.kernel("prod", {"x", "y"}).kernel("cons", {"y", "z"});
   b.call("prod", "P").alias(1, "act").slot(1).var("h").hash(5);
   b.call("cons", "C").alias(0, "act").slot(0).var("h").hash(noreuse).skipped().pre(5, noreuse);
+  b.at(2).slot(0).access(true, false, false);  // the consumer reads its input
   return b;
 }
 
@@ -371,6 +372,24 @@ TEST(TraceCheck_AliasConflict, FiresWhenAliasedSlotStaleRun) {
             "aliased slot y (act) was not written and holds 'h' from call 1, not what the "
             "no-reuse engine had");
   EXPECT_EQ(evidence(v[0], "device bytes reuse vs no-reuse"), hash_pair(5, 6));
+  EXPECT_NE(evidence(v[0], "severity").find("reads the slot before writing it"), std::string::npos);
+}
+
+// Severity from what the bytes do: a consumer that overwrites the aliased slot before any read
+// never sees what another user left there.
+TEST(TraceCheck_AliasConflict, SilentWhenTheKernelOverwritesTheStaleAliasFirst) {
+  auto b = alias_handoff(6);
+  b.at(2).slot(0).access(false, true, true);
+  EXPECT_TRUE(run_check(run_alias_conflict, b.build()).empty());
+}
+
+TEST(TraceCheck_AliasConflict, WithoutAccessFactsAStaleAliasIsAssumedRead) {
+  auto b = alias_handoff(6);
+  b.at(2).slot(0).access(false, true, true);
+  Capabilities c = b.build().header.caps;
+  c.access = false;
+  b.caps(c);
+  EXPECT_EQ(run_check(run_alias_conflict, b.build()).size(), 1u);
 }
 
 TEST(TraceCheck_AliasConflict, SilentWhenAliasedBytesMatchRun) {
