@@ -14,7 +14,7 @@ const CheckInfo kInfo{
     "on a static slot is a config-error: the real engine raises)",
     "alias only a producer's output with its consumer's input, never a static slot, and give "
     "buffers that are live together their own pools",
-    kNeedRun | kNeedNoReuse, 0, true};
+    kNeedRun | kNeedNoReuse, kNeedAccess, true};
 
 // From the declarations alone.
 void declared(const Trace& t, FindingSink& sink) {
