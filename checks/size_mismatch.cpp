@@ -49,10 +49,22 @@ void declared(const Trace& t, FindingSink& sink) {
         continue;
       }
       if (s.host.bytes == p.bytes || c.first_of_key()) continue;
-      emit(sink, c, s.slot, c.key_first_call,
-           "slot " + s.name + " is " + std::to_string(s.host.bytes) + " bytes but the BO of '" +
-               c.bo_key + "' was sized " + std::to_string(p.bytes) + " bytes at call " +
-               std::to_string(c.key_first_call));
+      std::string msg = "slot " + s.name + " is " + std::to_string(s.host.bytes) +
+                        " bytes but the BO of '" + c.bo_key + "' was sized " +
+                        std::to_string(p.bytes) + " bytes at call " +
+                        std::to_string(c.key_first_call);
+      // Larger on a slot the call skips and does not read back: nothing raises, the kernel
+      // runs on the BO it was set up with (truncated): a warning, as in the run part.
+      bool skipped = c.is_static(s.slot) || c.is_inter(s.slot);
+      if (s.host.bytes > p.bytes && skipped && !s.output) {
+        Finding f = make_finding(kInfo, c, s.slot, c.key_first_call);
+        f.message = msg + "; the write is skipped, so the kernel sees only the first " +
+                    std::to_string(p.bytes) + " bytes (truncated)";
+        f.severity = Severity::warning;
+        sink.add(std::move(f));
+        continue;
+      }
+      emit(sink, c, s.slot, c.key_first_call, msg);
     }
   }
 }
