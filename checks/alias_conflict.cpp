@@ -34,11 +34,36 @@ void declared(const Trace& t, FindingSink& sink) {
 
 }  // namespace
 
+// Who last changed each BO before a call: its host write, or its kernel (bytes after dispatch
+// differ from before). Per call and slot, from the trace alone.
+struct Changer {
+  int call = 0;
+  bool kernel = false;
+  std::string who;  // kernel name or host binding
+};
+
+std::string changer_text(const Changer& w) {
+  if (w.call == 0) return "nothing has written it yet";
+  return w.kernel ? "it holds what kernel " + w.who + " wrote at call " + std::to_string(w.call)
+                  : "it holds '" + w.who + "' written by the host at call " + std::to_string(w.call);
+}
+
 void run_alias_conflict(const Trace& t, FindingSink& sink) {
   declared(t, sink);
   if (lacks(t, kInfo)) return;
-  auto resident = residents(t);
+  std::vector<Changer> last;  // by BO number
   for (auto& c : t.calls) {
+    std::vector<Changer> before(c.slots.size());
+    for (auto& s : c.slots)
+      if (s.place.bo > 0 && static_cast<size_t>(s.place.bo) < last.size())
+        before[static_cast<size_t>(s.slot)] = last[static_cast<size_t>(s.place.bo)];
+    for (auto& s : c.slots) {  // this call's own changes, for the calls after it
+      if (s.place.bo <= 0) continue;
+      auto n = static_cast<size_t>(s.place.bo);
+      if (n >= last.size()) last.resize(n + 1);
+      if (s.written && s.written_bytes > 0) last[n] = Changer{c.number, false, s.host.name};
+      if (!c.failed && s.reuse_post != s.reuse_pre) last[n] = Changer{c.number, true, c.kernel};
+    }
     if (c.failed) continue;  // the reuse engine never ran it: size-mismatch says why
     for (auto& s : c.slots) {
       // Stale bytes in an alias pool matter only when the kernel reads them before writing
@@ -47,12 +72,17 @@ void run_alias_conflict(const Trace& t, FindingSink& sink) {
       bool stale = s.place.pool == BoPool::alias && stale_before(s) && seen;
       bool shared = shares_bo(c, s.slot);
       if (!stale && !shared) continue;
-      const Resident& r = resident[static_cast<size_t>(c.number - 1)][static_cast<size_t>(s.slot)];
       Finding f = make_finding(kInfo, c, s.slot, c.key_first_call);
+      bool zeros = s.host.source == ArraySource::zeros;
       f.message = shared ? "slot " + s.name + " shares its BO with another slot of the same call"
-                         : "aliased slot " + s.name + " (" + s.place.name +
-                               ") was not written and holds '" + r.binding + "' from call " +
-                               std::to_string(r.call) + ", not what the no-reuse engine had";
+                         : "aliased slot " + s.name + " (pool '" + s.place.name +
+                               "') was not written and " +
+                               changer_text(before[static_cast<size_t>(s.slot)]) +
+                               ", not what the no-reuse engine had" +
+                               (zeros ? " (the call binds no array there, so the no-reuse engine "
+                                        "gets zeros; a baton input binds the producer's returned "
+                                        "output)"
+                                      : "");
       f.evidence = {{"device bytes reuse vs no-reuse", hash_pair(s.reuse_pre, s.noreuse_pre)},
                     {"severity", shared ? "error: two arguments of one launch are one buffer"
                                         : "error: the kernel reads the slot before writing it, so "

@@ -20,10 +20,10 @@ void FindingSink::add(Finding f) {
     Finding& g = items_[i];
     if (g.check != f.check || g.kernel != f.kernel || g.bo_key != f.bo_key || g.slot != f.slot)
       continue;
-    // A diverging occurrence supersedes latent ones (its call and evidence are what bite);
-    // otherwise the earliest occurrence is kept.
-    bool supersede = g.latent && !f.latent;
-    bool downgrade = f.latent && !g.latent;
+    // A more severe occurrence supersedes less severe ones, a diverging one latent ones (its
+    // call and evidence are what bite); otherwise the earliest occurrence is kept.
+    bool supersede = f.severity > g.severity || (f.severity == g.severity && g.latent && !f.latent);
+    bool downgrade = f.severity < g.severity || (f.latent && !g.latent);
     bool earlier = f.call != 0 && (g.call == 0 || f.call < g.call);
     calls_[i].insert(f.call);
     int last = std::max(g.last_call, f.call);

@@ -1,5 +1,7 @@
 // size-mismatch: a reused BO set or pool sees arrays of another size, or another slot count,
 // than at its first call.
+#include <set>
+
 #include "checks/checks.h"
 
 namespace bod {
@@ -22,10 +24,56 @@ void emit(FindingSink& sink, const TraceCall& c, int slot, int first, const std:
   sink.add(std::move(f));
 }
 
+// One alias pool name used at two sizes: the real engine keys alias pools by (name, size), so
+// each size is its own BO. That matters when a slot reads the pool (skipped, and the kernel
+// reads it before writing) after the name was last written at another size: it reads another
+// BO than the producer wrote (error). Otherwise the split is reported as a note.
+class AliasSizes {
+ public:
+  void see(FindingSink& sink, const Trace& t, const TraceCall& c, const TraceSlot& s) {
+    const Placement& p = s.place;
+    auto name = std::make_pair(p.ns, p.name);
+    bool skipped = !c.first_of_key() && (c.is_static(s.slot) || c.is_inter(s.slot));
+    bool reads = skipped && (!t.header.caps.access || s.access.reads_before_write);
+    auto last = last_write_.find(name);
+    if (reads && last != last_write_.end() && last->second.first != p.bytes) {
+      Finding f = make_finding(kInfo, c, s.slot, c.key_first_call);
+      f.message = "slot " + s.name + " reads alias pool '" + p.name + "' at " +
+                  std::to_string(p.bytes) + " bytes, but call " +
+                  std::to_string(last->second.second) + " last wrote '" + p.name + "' at " +
+                  std::to_string(last->second.first) +
+                  " bytes: the real engine keys alias pools by (name, size), so this slot reads "
+                  "another BO than the one written";
+      f.evidence = {{"severity", "error: the kernel reads the pool before writing it"}};
+      sink.add(std::move(f));
+    }
+    auto [it, fresh] = first_size_.emplace(name, std::make_pair(p.bytes, c.number));
+    if (!fresh && it->second.first != p.bytes && c.first_of_key() && noted_.insert(name).second) {
+      Finding f = make_finding(kInfo, c, s.slot, it->second.second);
+      f.severity = Severity::note;
+      f.message = "alias pool '" + p.name + "' was created with " +
+                  std::to_string(it->second.first) + " bytes at call " +
+                  std::to_string(it->second.second) + "; slot " + s.name + " needs " +
+                  std::to_string(p.bytes) + ": the real engine keys alias pools by (name, size), "
+                  "so this size is a BO of its own and does not share with the other";
+      f.evidence = {{"severity", "note: no slot reads '" + p.name + "' at one size after it was "
+                                 "written at the other (an error names it where one does)"}};
+      sink.add(std::move(f));
+    }
+    bool writes = !skipped || !t.header.caps.access || s.access.written;
+    if (writes) last_write_[name] = std::make_pair(p.bytes, c.number);
+  }
+
+ private:
+  using Name = std::pair<std::string, std::string>;
+  std::map<Name, std::pair<size_t, int>> first_size_, last_write_;  // -> bytes, call
+  std::set<Name> noted_;
+};
+
 // From the declarations alone: each call against the BO list its key's first call set up, and
 // alias pools that one name gives two sizes.
 void declared(const Trace& t, FindingSink& sink) {
-  std::map<std::pair<std::string, std::string>, std::pair<size_t, int>> alias;  // -> bytes, call
+  AliasSizes alias;
   for (auto& c : t.calls) {
     const TraceCall* f0 = t.call(c.key_first_call);
     if (!c.first_of_key() && f0 && f0->slots.size() != c.slots.size())
@@ -37,17 +85,8 @@ void declared(const Trace& t, FindingSink& sink) {
     for (auto& s : c.slots) {
       const Placement& p = s.place;
       if (p.pool == BoPool::unbound) continue;  // the run part says what happens to it
-      if (c.first_of_key() && p.pool == BoPool::alias) {
-        auto [it, fresh] = alias.emplace(std::make_pair(p.ns, p.name), std::make_pair(p.bytes, c.number));
-        if (!fresh && it->second.first != p.bytes)
-          emit(sink, c, s.slot, it->second.second,
-               "alias pool '" + p.name + "' was created with " + std::to_string(it->second.first) +
-                   " bytes at call " + std::to_string(it->second.second) + "; slot " + s.name +
-                   " needs " + std::to_string(p.bytes) +
-                   ": the real engine keys alias pools by (name, size), so this slot gets a BO "
-                   "of its own and sharing is silently lost");
-        continue;
-      }
+      if (p.pool == BoPool::alias) alias.see(sink, t, c, s);
+      if (p.pool == BoPool::alias && c.first_of_key()) continue;
       if (s.host.bytes == p.bytes || c.first_of_key()) continue;
       std::string msg = "slot " + s.name + " is " + std::to_string(s.host.bytes) +
                         " bytes but the BO of '" + c.bo_key + "' was sized " +

@@ -369,8 +369,8 @@ TEST(TraceCheck_AliasConflict, FiresWhenAliasedSlotStaleRun) {
   EXPECT_EQ(v[0].slot, 0);
   EXPECT_EQ(v[0].kernel, "cons");
   EXPECT_EQ(v[0].message,
-            "aliased slot y (act) was not written and holds 'h' from call 1, not what the "
-            "no-reuse engine had");
+            "aliased slot y (pool 'act') was not written and it holds 'h' written by the host at "
+            "call 1, not what the no-reuse engine had");
   EXPECT_EQ(evidence(v[0], "device bytes reuse vs no-reuse"), hash_pair(5, 6));
   EXPECT_NE(evidence(v[0], "severity").find("reads the slot before writing it"), std::string::npos);
 }

@@ -460,21 +460,44 @@ TEST(TraceCheck_SizeMismatch, FiresWhenAliasPoolNameGetsTwoSizesLint) {
   auto b = alias_sizes(256, 128);
   b.identities_only();
   Trace t = b.build();
-  // Alias pools are keyed by (name, bytes): two BOs, sharing lost.
+  // Alias pools are keyed by (name, bytes): two BOs, sharing lost. The consumer's slot is
+  // written by the host at its key's first call, so nothing reads across sizes: a note.
   EXPECT_EQ(t.calls[1].slots[0].place.label(), "alias:act/128");
   EXPECT_NE(t.calls[1].slots[0].place.bo, t.calls[0].slots[1].place.bo);
   EXPECT_EQ(t.calls[1].slots[0].place.first_call, 2);
   auto v = run_check(run_size_mismatch, t);
   ASSERT_EQ(v.size(), 1u) << describe(v);
-  EXPECT_EQ(v[0].severity, Severity::error);
+  EXPECT_EQ(v[0].severity, Severity::note);
   EXPECT_EQ(v[0].call, 2);
   EXPECT_EQ(v[0].slot, 0);
   EXPECT_EQ(v[0].kernel, "cons");
   EXPECT_EQ(v[0].key_first_call, 1);  // the pool name's first user
   EXPECT_EQ(v[0].message,
             "alias pool 'act' was created with 256 bytes at call 1; slot y needs 128: the real "
-            "engine keys alias pools by (name, size), so this slot gets a BO of its own and "
-            "sharing is silently lost");
+            "engine keys alias pools by (name, size), so this size is a BO of its own and does "
+            "not share with the other");
+}
+
+// Fire twin: a later call of the consumer skips the slot (intermediate) and reads it before
+// writing it, right after the producer wrote 'act' at another size: it reads another BO.
+TEST(TraceCheck_SizeMismatch, FiresWhenAnAliasIsReadAtAnotherSizeThanItsLastWriteLint) {
+  auto b = alias_sizes(256, 128);
+  b.at(2).inters({0});
+  b.call("prod", "P").alias(1, "act").slot(1).bytes(256);
+  b.call("cons", "C").inters({0}).alias(0, "act").slot(0).bytes(128).access(true, false, false);
+  b.identities_only();
+  auto v = run_check(run_size_mismatch, b.build());
+  // The note at the consumer's first call and the error at call 4 are one finding (same key
+  // and slot): the error supersedes it.
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  EXPECT_EQ(v[0].severity, Severity::error);
+  EXPECT_EQ(v[0].occurrences, 2);
+  EXPECT_EQ(v[0].call, 4);
+  EXPECT_EQ(v[0].slot, 0);
+  EXPECT_EQ(v[0].message,
+            "slot y reads alias pool 'act' at 128 bytes, but call 3 last wrote 'act' at 256 "
+            "bytes: the real engine keys alias pools by (name, size), so this slot reads another "
+            "BO than the one written");
 }
 
 TEST(TraceCheck_SizeMismatch, SilentWhenAliasPoolSizesAgree) {

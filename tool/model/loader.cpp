@@ -39,6 +39,12 @@ int KernelDecl::slot_index(const std::string& n) const {
   return -1;
 }
 
+int KernelDecl::local_index(const std::string& n) const {
+  for (size_t i = 0; i < locals.size(); ++i)
+    if (locals[i].name == n) return static_cast<int>(i);
+  return -1;
+}
+
 namespace {
 
 constexpr int64_t kMaxElements = int64_t(1) << 40;  // absurd-size guard, before any cap

@@ -75,6 +75,42 @@ Status parse_op_fields(const json& j, const std::string& path, const OpInfo& inf
 
 namespace {
 
+// "name", "name[r]", "name[a:b]", "name[a:b:k]" (a, b, k: expressions; a defaults to 0, b to
+// the row count, k to 1).
+Status parse_operand(const std::string& text, const std::string& path,
+                     const std::vector<std::string>& scope, std::string& name,
+                     std::optional<RowRange>& rows) {
+  auto open = text.find('[');
+  name = text.substr(0, open);
+  if (open == std::string::npos) return ok_status();
+  if (text.back() != ']' || text.find('[', open + 1) != std::string::npos)
+    return bad(path, "bad operand '" + text + "'; expected slot, slot[r], slot[a:b] or slot[a:b:k]");
+  std::string inner = text.substr(open + 1, text.size() - open - 2);
+  std::vector<std::string> parts{""};
+  for (char ch : inner) {
+    if (ch == ':') parts.emplace_back();
+    else parts.back() += ch;
+  }
+  if (parts.size() > 3 || (parts.size() == 1 && parts[0].empty()))
+    return bad(path, "bad row range in '" + text + "'; expected [r], [a:b] or [a:b:k]");
+  RowRange r;
+  r.text = text.substr(open);
+  r.single = parts.size() == 1;
+  auto expr = [&](const std::string& e, Expr& out) -> Status {
+    BOD_TRY(out, get_scoped_expr(json(e), path, scope));
+    return ok_status();
+  };
+  BOD_CHECK(expr(parts[0].empty() ? "0" : parts[0], r.start));
+  BOD_CHECK(expr(parts.size() == 3 && !parts[2].empty() ? parts[2] : "1", r.step));
+  if (r.single || !parts[1].empty()) {
+    Expr stop;
+    BOD_CHECK(expr(r.single ? "(" + parts[0] + ")+1" : parts[1], stop));
+    r.stop = stop;
+  }
+  rows = r;
+  return ok_status();
+}
+
 Status parse_npu(const LoadCtx& c, KernelDecl& k, const json& j, const std::string& path) {
   BOD_CHECK(require_object(j, path));
   BOD_CHECK(only_keys(j, path, {"xclbin", "elf", "kernel", "instructions"}));
@@ -106,7 +142,7 @@ Status parse_npu(const LoadCtx& c, KernelDecl& k, const json& j, const std::stri
 
 Status parse_kernel(LoadCtx& c, KernelDecl& k, const json& j, const std::string& path) {
   BOD_CHECK(require_object(j, path));
-  BOD_CHECK(only_keys(j, path, {"slots", "params", "body", "npu", "doc"}));
+  BOD_CHECK(only_keys(j, path, {"slots", "params", "body", "locals", "npu", "doc"}));
   std::vector<std::string> scope = c.dim_names();
   if (j.contains("params")) {
     BOD_CHECK(require_array(j["params"], at(path, "params")));
@@ -128,6 +164,16 @@ Status parse_kernel(LoadCtx& c, KernelDecl& k, const json& j, const std::string&
       return bad(at(sp, "name"), "duplicate slot name '" + s.name + "'");
     k.slots.push_back(std::move(s));
   }
+  if (j.contains("locals")) {
+    BOD_CHECK(require_array(j["locals"], at(path, "locals")));
+    for (size_t i = 0; i < j["locals"].size(); ++i) {
+      std::string lp = at(at(path, "locals"), i);
+      BOD_TRY(SlotDecl s, parse_slot(j["locals"][i], lp, scope));
+      if (k.slot_index(s.name) >= 0 || k.local_index(s.name) >= 0)
+        return bad(at(lp, "name"), "duplicate name '" + s.name + "' (slots and locals share names)");
+      k.locals.push_back(std::move(s));
+    }
+  }
   if (!j.contains("body")) return bad(path, "missing field 'body' (the reference ops)");
   BOD_CHECK(require_array(j["body"], at(path, "body")));
   for (size_t i = 0; i < j["body"].size(); ++i) {
@@ -142,9 +188,15 @@ Status parse_kernel(LoadCtx& c, KernelDecl& k, const json& j, const std::string&
     if (!d.info)
       return bad(at(op_path, "op"), "unknown op '" + name + "'; expected one of " + op_names());
     BOD_CHECK(parse_op_fields(o, op_path, *d.info, scope, d.params, d.operands));
-    for (auto& [role, slot] : d.operands)
-      if (k.slot_index(slot) < 0)
-        return bad(at(op_path, role), "unknown slot '" + slot + "' in kernel " + k.name);
+    for (auto& [role, slot] : d.operands) {
+      std::optional<RowRange> rows;
+      std::string name;
+      BOD_CHECK(parse_operand(slot, at(op_path, role), scope, name, rows));
+      if (k.slot_index(name) < 0 && k.local_index(name) < 0)
+        return bad(at(op_path, role), "unknown slot '" + name + "' in kernel " + k.name);
+      if (rows) d.rows[role] = *rows;
+      slot = name;
+    }
     k.body.push_back(std::move(d));
   }
   if (j.contains("npu")) BOD_CHECK(parse_npu(c, k, j["npu"], at(path, "npu")));

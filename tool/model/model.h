@@ -42,11 +42,21 @@ struct SlotDecl {
   std::vector<Expr> shape;  // over dims and the kernel's params
 };
 
-// One reference op of a kernel body or a host step; operands name slots (kernel body) or
-// bindings (host step).
+// Rows of a kernel-body operand's 2-D view: "s[r]" (one row), "s[a:b]" or "s[a:b:k]" (every
+// k-th row: an interleaved operand). Expressions over dims and kernel params.
+struct RowRange {
+  bool single = false;  // [r]: one row, shape [cols]
+  Expr start, step;
+  std::optional<Expr> stop;  // absent: the operand's row count
+  std::string text;     // as written, "[0::2]"
+};
+
+// One reference op of a kernel body or a host step; operands name slots or kernel locals
+// (kernel body) or bindings (host step).
 struct OpDecl {
   const OpInfo* info = nullptr;
-  std::map<std::string, std::string> operands;  // role -> slot name / binding text
+  std::map<std::string, std::string> operands;  // role -> slot / local name, binding text
+  std::map<std::string, RowRange> rows;          // kernel body: role -> rows of the operand
   std::map<std::string, Param> params;
   std::string path;
 };
@@ -56,8 +66,12 @@ struct KernelDecl {
   std::vector<SlotDecl> slots;
   std::vector<std::string> params;  // names a call must give values for (e.g. "n")
   std::vector<OpDecl> body;
+  // Buffers inside the kernel that are no argument (on-chip temporaries): zeros at the start
+  // of every dispatch, invisible to the engines and the checks.
+  std::vector<SlotDecl> locals;
   NpuBinary npu;
   int slot_index(const std::string& n) const;
+  int local_index(const std::string& n) const;
 };
 
 // What a call binds to a slot: a tensor or variable (optionally indexed along leading dims),

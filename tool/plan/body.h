@@ -7,14 +7,25 @@
 
 namespace bod {
 
+// Where an op operand's data lies: rows row0, row0+step, ... (nrows of them) of the 2-D view
+// of a slot or a kernel local.
+struct OperandPlace {
+  int slot = -1;   // kernel slot index, or -1 for a local
+  int local = -1;  // kernel local index, or -1 for a slot
+  int64_t row0 = 0, nrows = 0, step = 1;
+  int64_t total_rows = 0, cols = 0;  // of the whole slot / local
+};
+
 struct BodyOp {
-  OpCall call;                           // operands carry shape/dtype; data set at run time
-  std::map<std::string, int> slot_of;    // role -> slot index
+  OpCall call;                               // operands carry shape/dtype; data set at run time
+  std::map<std::string, OperandPlace> at;    // role -> where its data lies
 };
 
 struct Body {
   std::vector<BodyOp> ops;
-  // Runs every op on `slots` (one TensorRef per kernel slot, in slot order).
+  std::vector<TensorRef> locals;  // shape and dtype of each kernel local (no data)
+  // Runs every op on `slots` (one TensorRef per kernel slot, in slot order); locals start as
+  // zeros on every run.
   void run(const std::vector<TensorRef>& slots) const;
 };
 
@@ -32,7 +43,7 @@ struct SlotAccess {
   bool overwritten = false;        // fully written before any read
   bool written = false;            // written at all (fully or partly)
   // Every row it writes is written before any op of the body reads it (rows: the 2-D view;
-  // ops write leading rows and read whole operands).
+  // an op reads the rows of its operands and writes the leading `rows` of its output's).
   bool rewritten_before_read = false;
 };
 std::vector<SlotAccess> analyze_access(const Body& b, size_t n_slots);
