@@ -11,8 +11,9 @@ const CheckInfo kInfo{
     "right once, corrupt from the next call on",
     "a static slot's device bytes after dispatch differ from before dispatch (no-reuse engine); "
     "an error when the body reads some of the bytes it clobbers before rewriting them, a "
-    "warning when it always rewrites them before any read (harmless, the slot need not be "
-    "static)",
+    "warning when it always rewrites the whole slot before any read (harmless, the slot need "
+    "not be static), a note when it rewrites only part of it before any read and only reads "
+    "the rest (scratch inside a resident buffer)",
     "drop the slot from static_input_indices, or give the kernel its own scratch slot",
     kNeedNoReuse, kNeedAccess, false};
 
@@ -27,7 +28,17 @@ void run_static_clobber(const Trace& t, FindingSink& sink) {
       f.evidence = {{"static BO before vs after dispatch", hash_pair(s.noreuse_pre, s.noreuse_post)}};
       // Severity from what the bytes do: clobbered bytes the kernel always rewrites before
       // reading them are never read by a later call.
-      if (t.header.caps.access && s.access.rewritten_before_read) {
+      if (t.header.caps.access && s.access.rewritten_before_read && !s.access.overwritten) {
+        // Part of the slot is the kernel's scratch (rewritten before every read), the rest is
+        // resident data it only reads (the real decode o_gemv_ffn's packed norm buffer): the
+        // static declaration is what keeps that data; nothing is wrong.
+        f.severity = Severity::note;
+        f.message = "kernel " + c.kernel + " writes part of static slot " + s.name +
+                    " as scratch, always before reading it; the rows it never writes stay "
+                    "resident, so later calls of '" + c.bo_key + "' read correct bytes";
+        f.evidence.push_back({"severity", "note: the body rewrites what it clobbers before any "
+                                          "read, and the slot holds data it never writes"});
+      } else if (t.header.caps.access && s.access.rewritten_before_read) {
         f.severity = Severity::warning;
         f.message = "kernel " + c.kernel + " writes into static slot " + s.name +
                     ", but every byte it writes there it writes before reading it: later calls "

@@ -13,9 +13,11 @@ const std::vector<OpInfo>& host_action_table() {
       {"argmax", "out[0] = index of the largest value in src's last row (greedy decode)",
        {{"src", true, Access::read}, {"out", true, Access::write}},
        {{"record", false, 1, "1: append the token to the run's token trace"}}},
-      {"rope_lut", "fill out [rows, head_dim] with cos|sin for positions pos, pos+1, ...",
+      {"rope_lut", "fill out [rows, heads*head_dim] with cos|sin for positions pos, pos+1, "
+       "..., repeated for each of `heads` heads",
        {{"out", true, Access::write}},
-       {{"pos", true, 0, "position of row 0"}, {"theta", false, 10000, "RoPE base"}}},
+       {{"pos", true, 0, "position of row 0"}, {"theta", false, 10000, "RoPE base"},
+        {"heads", false, 1, "copies of the row per head (the real kernels' tiled LUTs)"}}},
       {"set", "fill every element of out with value",
        {{"out", true, Access::write}},
        {{"value", true, 0, "the value"}}},
@@ -69,14 +71,17 @@ std::string argmax(const OpCall& c, std::vector<int32_t>* tokens) {
 
 std::string rope_lut(const OpCall& c) {
   const auto& out = c.operand("out");
-  int64_t d = out.cols(), half = d / 2;
+  auto heads = static_cast<int64_t>(c.param("heads"));
+  int64_t C = out.cols(), d = C / heads, half = d / 2;
   double pos = c.param("pos"), theta = c.param("theta");
   for (int64_t r = 0; r < out.rows(); ++r)
     for (int64_t i = 0; i < half; ++i) {
       double freq = std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(d));
       double a = (pos + static_cast<double>(r)) * freq;
-      out.set(r * d + i, static_cast<float>(std::cos(a)));
-      out.set(r * d + half + i, static_cast<float>(std::sin(a)));
+      for (int64_t h = 0; h < heads; ++h) {
+        out.set(r * C + h * d + i, static_cast<float>(std::cos(a)));
+        out.set(r * C + h * d + half + i, static_cast<float>(std::sin(a)));
+      }
     }
   return "";
 }
@@ -111,6 +116,14 @@ std::string check_host_action(const OpCall& c) {
   }
   if (n == "argmax" && has("out") && c.operand("out").dtype != DType::i32)
     return "argmax: out must be an i32 var, found " + std::string(dtype_name(c.operand("out").dtype));
+  if (n == "rope_lut" && c.param("heads") < 1)
+    return "rope_lut: heads must be at least 1, found " +
+           std::to_string(static_cast<int64_t>(c.param("heads")));
+  if (n == "rope_lut" && has("out") &&
+      c.operand("out").cols() % (2 * static_cast<int64_t>(c.param("heads"))))
+    return "rope_lut: out needs heads * an even head_dim columns, found " +
+           std::to_string(c.operand("out").cols()) + " for heads " +
+           std::to_string(static_cast<int64_t>(c.param("heads")));
   if (n == "rope_lut" && has("out") && c.operand("out").cols() % 2)
     return "rope_lut: out needs an even number of columns (head_dim), found " +
            shape_str(c.operand("out").shape);

@@ -92,9 +92,10 @@ struct Checker {
     if (x.cols() % hd != 0)
       return is("x") + " but head_dim is " + num(hd) +
              "; expected x columns to be a multiple of head_dim";
-    if (lut.rows() != x.rows() || lut.cols() != hd)
+    if (lut.rows() != x.rows() || (lut.cols() != hd && lut.cols() != x.cols()))
       return is("lut") + " but " + is("x") + " and head_dim is " + num(hd) + "; expected lut [" +
-             num(x.rows()) + "," + num(hd) + "] (one cos|sin row per x row)";
+             num(x.rows()) + "," + num(hd) + "] (one cos|sin row per x row) or [" +
+             num(x.rows()) + "," + num(x.cols()) + "] (that row repeated for every head)";
     return same2d("out", "x");
   }
   std::string attention() const {

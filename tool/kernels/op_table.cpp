@@ -48,7 +48,7 @@ std::vector<OpInfo> build_table() {
                with_rows({{"eps", false, 1e-5, "added to the variance"}})});
   t.push_back({"rope",
                "rotary embedding, rotate-half per head; lut row r = [cos(head_dim/2), "
-               "sin(head_dim/2)] for row r's position; out may be x",
+               "sin(head_dim/2)] for row r's position, once or repeated per head; out may be x",
                {{"x", true, R}, {"lut", true, R}, {"out", true, W}},
                with_rows({{"head_dim", true, 0, "head size; x columns are a multiple of it"}})});
   t.push_back({"silu_mul",

@@ -131,12 +131,14 @@ void run_rope(const OpCall& c) {
   const auto &x = c.operand("x"), &lut = c.operand("lut"), &out = c.operand("out");
   const int64_t rows = rows_written(c), C = x.cols();
   const auto hd = static_cast<int64_t>(c.param("head_dim")), half = hd / 2;
-  std::vector<float> in(static_cast<size_t>(C)), o(static_cast<size_t>(C)), cs(hd);
+  const int64_t L = lut.cols();  // head_dim (one table for every head) or C (one per head)
+  std::vector<float> in(static_cast<size_t>(C)), o(static_cast<size_t>(C)), cs(static_cast<size_t>(L));
   for (int64_t r = 0; r < rows; ++r) {
     load_f32(x, r * C, C, in.data());
-    load_f32(lut, r * hd, hd, cs.data());
-    const float *cosv = cs.data(), *sinv = cs.data() + half;
+    load_f32(lut, r * L, L, cs.data());
     for (int64_t h = 0; h < C; h += hd) {
+      const float* cosv = cs.data() + (L == C ? h : 0);
+      const float* sinv = cosv + half;
       const float* xi = in.data() + h;
       float* oi = o.data() + h;
       for (int64_t i = 0; i < half; ++i) {

@@ -34,13 +34,36 @@ Result<Binding> parse_binding(const LoadCtx& c, const json& j, const std::string
   while (lb != std::string::npos) {
     size_t rb = text.find(']', lb);
     if (rb == std::string::npos) return bad(path, "missing ']' in '" + text + "'");
-    auto e = Expr::parse(text.substr(lb + 1, rb - lb - 1));
-    if (!e) return bad(path, e.error().what);
-    for (auto& n : e->names())
-      if (std::find(scope.begin(), scope.end(), n) == scope.end())
-        return bad(path, "unknown name '" + n + "' in '" + text +
-                             "'; expected a dim or a loop variable in scope");
-    b.index.push_back(e.value());
+    std::string inner = text.substr(lb + 1, rb - lb - 1);
+    auto colon = inner.find(':');
+    if (b.row_stop)
+      return bad(path, "a row range must be the last index in '" + text + "'");
+    std::vector<std::string> parts{inner.substr(0, colon)};
+    if (colon != std::string::npos) {
+      parts.push_back(inner.substr(colon + 1));
+      if (parts[1].find(':') != std::string::npos)
+        return bad(path, "strided range in '" + text + "': a host array passed with a step is "
+                         "not C-contiguous (the real engine refuses to write it); ranges are "
+                         "[a:b]");
+      if (parts[0].empty() || parts[1].empty())
+        return bad(path, "row range in '" + text + "' needs both ends: [a:b]");
+    }
+    std::vector<Expr> es;
+    for (auto& part : parts) {
+      auto e = Expr::parse(part);
+      if (!e) return bad(path, e.error().what);
+      for (auto& n : e->names())
+        if (std::find(scope.begin(), scope.end(), n) == scope.end())
+          return bad(path, "unknown name '" + n + "' in '" + text +
+                               "'; expected a dim or a loop variable in scope");
+      es.push_back(e.value());
+    }
+    if (es.size() == 2) {
+      b.row_start = es[0];
+      b.row_stop = es[1];
+    } else {
+      b.index.push_back(es[0]);
+    }
     lb = rb + 1 < text.size() ? rb + 1 : std::string::npos;
     if (lb != std::string::npos && text[lb] != '[')
       return bad(path, "unexpected '" + text.substr(lb) + "' after index in '" + text + "'");
@@ -57,6 +80,11 @@ Result<Binding> parse_binding(const LoadCtx& c, const json& j, const std::string
   } else {
     return bad(path, "unknown tensor or var '" + b.name + "'");
   }
+  if (b.row_stop && b.kind == Binding::Kind::placeholder)
+    return bad(path, "a placeholder stands in for a whole tensor region; drop the row range");
+  if (b.row_stop && b.index.size() >= shape->size())
+    return bad(path, "'" + text + "' has no dimension left for its row range; " + b.name + " is " +
+                         shape_str(*shape));
   if (b.index.size() >= shape->size() && !b.index.empty())
     return bad(path, "'" + text + "' has " + std::to_string(b.index.size()) + " indices but " +
                          b.name + " is " + shape_str(*shape) +

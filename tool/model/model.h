@@ -83,6 +83,9 @@ struct Binding {
   enum class Placeholder { zeros, empty, broadcast } placeholder = Placeholder::zeros;
   std::string name;
   std::vector<Expr> index;
+  // "x[l][a:b]": rows a..b-1 of the region the indices select (a contiguous sub-view; read
+  // only). Absent: the whole region.
+  std::optional<Expr> row_start, row_stop;
   std::string text;  // as written, e.g. "wq[l]"
 };
 

@@ -52,7 +52,24 @@ Result<TensorRef> bound_type(const Model& m, const BoundArray& b) {
       return Error{"", "index " + std::to_string(b.index[i]) + " of '" + b.text +
                            "' is out of range; " + b.name + " is " + shape_str(*full)};
   t.shape.assign(full->begin() + static_cast<long>(b.index.size()), full->end());
+  if (b.nrows >= 0) {
+    if (b.row0 < 0 || b.nrows < 1 || b.row0 + b.nrows > t.shape[0])
+      return Error{"", "rows " + std::to_string(b.row0) + ".." + std::to_string(b.row0 + b.nrows) +
+                           " of '" + b.text + "' are out of range; the region is " +
+                           shape_str(t.shape) + " (expected 0 <= a < b <= " +
+                           std::to_string(t.shape[0]) + ")"};
+    t.shape[0] = b.nrows;
+  }
   return t;
+}
+
+TensorRef slice_rows(const TensorRef& t, int64_t row0, int64_t nrows) {
+  if (nrows < 0 || t.shape.empty()) return t;
+  TensorRef s = t;
+  size_t row_bytes = t.shape[0] == 0 ? 0 : t.bytes() / static_cast<size_t>(t.shape[0]);
+  if (s.data) s.data += static_cast<size_t>(row0) * row_bytes;
+  s.shape[0] = nrows;
+  return s;
 }
 
 namespace {
@@ -91,6 +108,15 @@ class Expander {
       BOD_TRY(int64_t v, eval(e, env, path));
       a.index.push_back(v);
       a.text += "[" + std::to_string(v) + "]";
+    }
+    if (b.row_stop) {
+      BOD_TRY(a.row0, eval(*b.row_start, env, path));
+      BOD_TRY(int64_t stop, eval(*b.row_stop, env, path));
+      a.nrows = stop - a.row0;
+      a.text += "[" + std::to_string(a.row0) + ":" + std::to_string(stop) + "]";
+      if (a.nrows < 1)
+        return Error{path, "row range [" + std::to_string(a.row0) + ":" + std::to_string(stop) +
+                               "] of '" + b.text + "' is empty; expected a < b"};
     }
     auto t = bound_type(m_, a);
     if (!t) return Error{path, t.error().what};
@@ -196,6 +222,9 @@ class Expander {
         return Error{kp, "slot " + k.slots[static_cast<size_t>(o.slot)].name +
                              " is not in output_indices; only outputs are returned"};
       BOD_TRY(BoundArray t, bind(o.target, env, kp));
+      if (t.nrows >= 0)
+        return Error{kp, "a kept output goes to a whole var region; '" + t.text +
+                             "' is a row range (use a host write_rows step)"};
       auto tt = bound_type(m_, t).value();
       if (static_cast<size_t>(tt.numel()) * dtype_size(tt.dtype) !=
           c.slot_bytes[static_cast<size_t>(o.slot)])
@@ -299,6 +328,11 @@ class Expander {
     oc.info = d.op;
     for (auto& [role, b] : d.operands) {
       BOD_TRY(h.operands[role], bind(b, env, d.path + "/" + role));
+      bool writes = false;
+      for (auto& o : d.op->operands) writes = writes || (o.role == role && o.access == Access::write);
+      if (writes && h.operands[role].nrows >= 0)
+        return Error{d.path + "/" + role, "'" + h.operands[role].text + "' is a row range: ranges "
+                                          "are read-only (write rows with a write_rows step)"};
       oc.operands[role] = bound_type(m_, h.operands[role]).value();
     }
     BOD_TRY(h.params, eval_params(*d.op, d.params, env, d.path));

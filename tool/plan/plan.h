@@ -20,7 +20,11 @@ struct BoundArray {
   std::vector<int64_t> index;  // leading-dim indices
   std::string text;            // "wq[2]"; "zeros" for unbound slots
   Binding::Placeholder placeholder = Binding::Placeholder::zeros;  // kind == placeholder only
+  int64_t row0 = 0, nrows = -1;  // a row range of the region ("x[1:3]"); nrows -1: all rows
 };
+
+// The rows [row0, row0 + nrows) of `t`'s leading dimension (nrows -1: `t` itself).
+TensorRef slice_rows(const TensorRef& t, int64_t row0, int64_t nrows);
 
 struct Where {
   std::string phase;

@@ -43,6 +43,10 @@ TensorRef HostData::tensor(const Model& m, const BoundArray& b) const {
     off += static_cast<size_t>(b.index[i]) * stride;
   }
   t.data = const_cast<uint8_t*>(data_.at(b.name).data()) + off;
+  if (b.nrows >= 0) {  // t already has the range's shape; step over the rows before it
+    size_t row_bytes = t.bytes() / static_cast<size_t>(b.nrows);
+    t.data += static_cast<size_t>(b.row0) * row_bytes;
+  }
   return t;
 }
 

@@ -53,23 +53,31 @@ TensorRef VarStore::read(const BoundArray& b, const StaleViewFn& on_stale, int* 
     if (is_prefix(key, b.index)) {
       check(key, w);
       if (view_call) *view_call = w.call->number;
-      return TensorRef{w.data + offset(v, b.index) - offset(v, key), v.decl->dtype, shape};
+      return slice_rows(
+          TensorRef{w.data + offset(v, b.index) - offset(v, key), v.decl->dtype, shape}, b.row0,
+          b.nrows);
     }
   uint8_t* base = v.base.data() + offset(v, b.index);
   bool inside = false;
-  for (auto& [key, w] : v.views) inside = inside || is_prefix(b.index, key);
-  if (!inside) return TensorRef{base, v.decl->dtype, shape};
+  // A view inside the region but outside its row range is not read.
+  auto in_range = [&](const std::vector<int64_t>& key) {
+    if (b.nrows < 0 || key.size() <= b.index.size()) return true;
+    int64_t row = key[b.index.size()];
+    return row >= b.row0 && row < b.row0 + b.nrows;
+  };
+  for (auto& [key, w] : v.views) inside = inside || (is_prefix(b.index, key) && in_range(key));
+  if (!inside) return slice_rows(TensorRef{base, v.decl->dtype, shape}, b.row0, b.nrows);
   // Views inside the region: assemble a copy (base bytes overlaid with each view's bytes).
   scratch_.emplace_back(base, base + bytes);
   auto& out = scratch_.back();
   for (auto& [key, w] : v.views) {
-    if (!is_prefix(b.index, key)) continue;
+    if (!is_prefix(b.index, key) || !in_range(key)) continue;
     check(key, w);
     if (view_call && !*view_call) *view_call = w.call->number;
     std::memcpy(out.data() + offset(v, key) - offset(v, b.index), w.data, w.bytes);
   }
   if (scratch_.size() > 64) scratch_.erase(scratch_.begin());
-  return TensorRef{out.data(), v.decl->dtype, shape};
+  return slice_rows(TensorRef{out.data(), v.decl->dtype, shape}, b.row0, b.nrows);
 }
 
 void VarStore::settle(Var& v, const std::vector<int64_t>& index) {
