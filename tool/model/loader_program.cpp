@@ -80,8 +80,6 @@ Result<Binding> parse_binding(const LoadCtx& c, const json& j, const std::string
   } else {
     return bad(path, "unknown tensor or var '" + b.name + "'");
   }
-  if (b.row_stop && b.kind == Binding::Kind::placeholder)
-    return bad(path, "a placeholder stands in for a whole tensor region; drop the row range");
   if (b.row_stop && b.index.size() >= shape->size())
     return bad(path, "'" + text + "' has no dimension left for its row range; " + b.name + " is " +
                          shape_str(*shape));
