@@ -16,9 +16,39 @@ const CheckInfo kInfo{
     "buffers that are live together their own pools",
     kNeedRun | kNeedNoReuse, kNeedAccess, true};
 
+// A shared_alias on a later call of a key whose first call set the slot up otherwise (e.g. an
+// alias added after a preload phase): the real engine looks pools up only at a key's first
+// call, so the alias is silently ignored. An error when the call skips the slot and the
+// kernel reads it (it relies on the producer's bytes, which land elsewhere), else a note.
+void ignored_alias(const Trace& t, const TraceCall& c, FindingSink& sink) {
+  for (auto& [slot, pool] : c.alias) {
+    // Out of range, empty or on a static slot: the real engine raises (config-error's).
+    if (slot < 0 || static_cast<size_t>(slot) >= c.slots.size() || pool.empty() ||
+        c.is_static(slot))
+      continue;
+    const TraceSlot& s = c.slots[static_cast<size_t>(slot)];
+    if (s.place.pool == BoPool::alias && s.place.name == pool) continue;
+    bool skipped = c.is_static(slot) || c.is_inter(slot);
+    bool reads = !t.header.caps.access || s.access.reads_before_write;
+    Finding f = make_finding(kInfo, c, slot, c.key_first_call);
+    f.severity = skipped && reads ? Severity::error : Severity::note;
+    f.message = "shared_alias '" + pool + "' on slot " + s.name + " is ignored: bo_key '" +
+                c.bo_key + "' set up its BOs at call " + std::to_string(c.key_first_call) +
+                " without it (" + s.place.label() + "), and the real engine looks pools up only "
+                "at a key's first call";
+    f.evidence = {{"severity", f.severity == Severity::error
+                                   ? "error: the slot is not written and the kernel reads it, "
+                                     "so it never sees what was left in pool '" + pool + "'"
+                                   : "note: the slot is written or never read, so nothing "
+                                     "depends on the alias"}};
+    sink.add(std::move(f));
+  }
+}
+
 // From the declarations alone.
 void declared(const Trace& t, FindingSink& sink) {
   for (auto& c : t.calls) {
+    if (!c.first_of_key()) ignored_alias(t, c, sink);
     std::map<std::string, int> used;
     for (auto& [slot, pool] : c.alias) {
       auto [it, fresh] = used.emplace(pool, slot);

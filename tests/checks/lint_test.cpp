@@ -449,6 +449,61 @@ TEST(LintSizeMismatch, CacheFieldMustBeAString) {
   EXPECT_NE(l.error.find(kCall + "/cache"), std::string::npos) << dump(l);
 }
 
+// --- alias-conflict: an alias added after the key's first call (after a preload phase)
+
+// Fire: decode calls alias their (intermediate, read) input to the prefill output's pool, but
+// their keys were set up by a preload call without the alias: the real engine ignores it.
+TEST(LintAliasConflict, AliasAddedAfterTheKeysFirstCallIsIgnored) {
+  auto l = lint([](ojson& j) {
+    j["dims"]["E"] = 12;  // the consumer's input is as large as the producer's output
+    ojson pre = j[ptr(kCall)];
+    pre["shared_alias"] = {{"out", "h"}};
+    pre["params"]["n"] = 1;
+    pre["args"]["a"] = "xd";
+    pre["keep"] = {{"out", "yd"}};
+    ojson cons = {{"call", "proj"}, {"params", {{"n", 1}}}, {"args", {{"b", "w[l]"}}},
+                  {"static_input_indices", {"b"}}, {"intermediate_indices", {"out"}},
+                  {"bo_key", "cons_L{l}"}, {"keep", {{"out", "yd"}}}};
+    ojson later = cons;
+    later["intermediate_indices"] = {"a", "out"};
+    later["shared_alias"] = {{"a", "h"}};
+    cons["args"]["a"] = "xd";
+    j["program"]["phases"] = {
+        {{"name", "preload"}, {"steps", {{{"loop", "l"}, {"range", "L"}, {"steps", {cons}}}}}},
+        {{"name", "run"}, {"steps", {{{"loop", "l"}, {"range", "L"}, {"steps", {pre, later}}}}}}};
+  });
+  auto f = of(l, "alias-conflict");
+  ASSERT_EQ(f.size(), 2u) << dump(l);  // one per layer's key
+  EXPECT_EQ(f[0].severity, Severity::error);
+  EXPECT_EQ(f[0].call, 4);
+  EXPECT_EQ(f[0].slot, 0);
+  EXPECT_EQ(f[0].message,
+            "shared_alias 'h' on slot a is ignored: bo_key 'cons_L0' set up its BOs at call 1 "
+            "without it (key:cons_L0/0), and the real engine looks pools up only at a key's "
+            "first call");
+}
+
+// Stay-silent twin: the same alias given from the key's first call on.
+TEST(LintAliasConflict, AliasFromTheKeysFirstCallIsKept) {
+  auto l = lint([](ojson& j) {
+    j["dims"]["E"] = 12;  // the consumer's input is as large as the producer's output
+    ojson pre = j[ptr(kCall)];
+    pre["shared_alias"] = {{"out", "h"}};
+    pre["params"]["n"] = 1;
+    pre["args"]["a"] = "xd";
+    pre["keep"] = {{"out", "yd"}};
+    ojson cons = {{"call", "proj"}, {"params", {{"n", 1}}}, {"args", {{"b", "w[l]"}}},
+                  {"static_input_indices", {"b"}}, {"intermediate_indices", {"a", "out"}},
+                  {"shared_alias", {{"a", "h"}}}, {"bo_key", "cons_L{l}"},
+                  {"keep", {{"out", "yd"}}}};
+    j["program"]["phases"] = {
+        {{"name", "run"}, {"repeat", 2}, {"var", "t"},
+         {"steps", {{{"loop", "l"}, {"range", "L"}, {"steps", {pre, cons}}}}}}};
+  });
+  expect_silent(l, "alias-conflict");
+  expect_silent(l, "size-mismatch");
+}
+
 // --- alias-conflict
 
 TEST(LintConfigError, AliasOnStaticSlotRaisesInRealEngine) {
