@@ -3,7 +3,7 @@
 # sudo when not root), configures and builds bo-doctor, then runs the requested job.
 #   tool/setup.sh demo   build, then `bo-doctor check` on the bundled llama-tiny model
 #   tool/setup.sh test   build, then the whole test suite (ctest)
-#   tool/setup.sh large  build, then the llama32-1b fixture (slow; not part of `test`)
+#   tool/setup.sh large  build, then the real-size llama32-1b fixtures (slow; not part of `test`)
 #   tool/setup.sh build  build only
 set -euo pipefail
 job=${1:-demo}
