@@ -14,7 +14,8 @@ const CheckInfo kInfo{
     "on a static slot is a config-error: the real engine raises)",
     "alias only a producer's output with its consumer's input, never a static slot, and give "
     "buffers that are live together their own pools",
-    kNeedRun | kNeedNoReuse, kNeedAccess, true};
+    kNeedRun | kNeedNoReuse, kNeedAccess, true,
+    "two buffers live at the same time share one BO"};
 
 // A shared_alias on a later call of a key whose first call set the slot up otherwise (e.g. an
 // alias added after a preload phase): the real engine looks pools up only at a key's first

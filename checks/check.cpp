@@ -20,6 +20,7 @@ Finding make_finding(const CheckInfo& info, const TraceCall& c, int slot, int ke
   Finding f;
   f.check = info.id;
   f.severity = info.severity;
+  f.severity_basis = info.severity_basis;
   f.call = c.number;
   f.phase = c.phase;
   f.token = c.token;

@@ -34,6 +34,9 @@ struct CheckInfo {
   unsigned needs;         // for its rule to run at all (beyond call identities)
   unsigned optional;      // for extra findings (e.g. latent ones from probes)
   bool identity_part;     // part of the rule runs on call identities alone (lint)
+  // Why a finding of this check has its default severity, in one line (each finding states
+  // the evidence for its severity; a check that sets another severity says why itself).
+  const char* severity_basis = nullptr;
 };
 
 using CheckFn = void (*)(const Trace&, FindingSink&);

@@ -17,7 +17,8 @@ const CheckInfo kInfo{
     "make every index name a real slot once; a slot is static, intermediate or a plain input, "
     "never two of them; outputs are never static; a shared_alias names an existing, non-static "
     "slot and a non-empty pool",
-    0, 0, true};
+    0, 0, true,
+    "the real engine raises on this call, or the declared index lists contradict each other"};
 
 void emit(FindingSink& sink, const TraceCall& c, int slot, const std::string& path,
           const std::string& msg) {

@@ -16,6 +16,10 @@ const char* severity_name(Severity s) {
 
 void FindingSink::add(Finding f) {
   if (f.last_call == 0) f.last_call = f.call;
+  bool stated = false;
+  for (auto& [k, v] : f.evidence) stated = stated || k == "severity";
+  if (!stated && f.severity_basis)
+    f.evidence.push_back({"severity", std::string(severity_name(f.severity)) + ": " + f.severity_basis});
   for (size_t i = 0; i < items_.size(); ++i) {
     Finding& g = items_[i];
     if (g.check != f.check || g.kernel != f.kernel || g.bo_key != f.bo_key || g.slot != f.slot)

@@ -29,6 +29,9 @@ struct Finding {
   std::string path;                // JSON pointer of the call step in model.json
   int occurrences = 1;             // distinct calls with the same (check, kernel, bo_key, slot)
   int last_call = 0;
+  // The check's reason for its default severity: added to the evidence as the `severity` line
+  // when the check gave none (not reported on its own).
+  const char* severity_basis = nullptr;
 };
 
 // Collects findings, merging repeats of one problem (same check, kernel, bo_key, slot) into

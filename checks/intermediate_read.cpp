@@ -14,7 +14,8 @@ const CheckInfo kInfo{
     "values than in the no-reuse engine (or the outputs diverged), i.e. it read them",
     "drop the slot from intermediate_indices so the host writes it each call, or make the "
     "kernel overwrite it before reading",
-    kNeedRun | kNeedNoReuse | kNeedByteDiffs | kNeedAccess, kNeedProbe, false};
+    kNeedRun | kNeedNoReuse | kNeedByteDiffs | kNeedAccess, kNeedProbe, false,
+    "the kernel reads the slot before writing it, and the skipped write leaves it other bytes than the no-reuse engine's"};
 
 void latent(const TraceCall& c, const TraceSlot& s, FindingSink& sink) {
   Finding f = make_finding(kInfo, c, s.slot, c.key_first_call);
@@ -22,7 +23,9 @@ void latent(const TraceCall& c, const TraceSlot& s, FindingSink& sink) {
   f.message = "intermediate slot " + s.name + " is read by the kernel: filling it with a "
               "canary changed the outputs; today its stale bytes match, so nothing diverges yet";
   f.evidence = {{"probe", "canary in slot changed the outputs"},
-                {"stale before dispatch", stale_before(s) ? "yes" : "no"}};
+                {"stale before dispatch", stale_before(s) ? "yes" : "no"},
+                {"severity", "error (latent): the kernel reads the slot, so any other stale "
+                             "bytes there change its outputs"}};
   sink.add(std::move(f));
 }
 

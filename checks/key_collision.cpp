@@ -13,7 +13,8 @@ const CheckInfo kInfo{
     "lint: calls of one bo_key bind different tensors to a static slot; run: a skipped static "
     "slot holds data written from another binding and differs from the no-reuse engine's",
     "make bo_key unique per distinct weight set, e.g. bo_key=\"<kernel>_L{l}\"",
-    kNeedRun | kNeedNoReuse, 0, true};
+    kNeedRun | kNeedNoReuse, 0, true,
+    "calls of one bo_key bind different static data, and the later ones run on what the first call uploaded"};
 
 // From the declarations alone: one key, one static slot, two tensors.
 void declared(const Trace& t, FindingSink& sink) {

@@ -15,7 +15,8 @@ const CheckInfo kInfo{
     "add the slot to intermediate_indices",
     kNeedRun | kNeedAccess,
     0,
-    false};
+    false,
+    "an optimisation; nothing stale is read"};
 
 }  // namespace
 

@@ -16,7 +16,8 @@ const CheckInfo kInfo{
     "add the slot to static_input_indices (and keep bo_key unique per weight set)",
     kNeedRun | kNeedNoReuse,
     0,
-    false};
+    false,
+    "an optimisation; nothing stale is read"};
 
 }  // namespace
 

@@ -14,7 +14,8 @@ const CheckInfo kInfo{
     "cosine, max-abs, max-rel and NaN/Inf counts; cosine < 0.99 or new NaN/Inf is an error, "
     "any other difference a warning",
     "look at the other findings of this call: they name the slot and rule that caused it",
-    kNeedNoReuse, kNeedVerify, false};
+    kNeedNoReuse, kNeedVerify, false,
+    "an output read back differs from the no-reuse engine's"};
 
 std::string num(double v) {
   char b[32];

@@ -14,7 +14,8 @@ const CheckInfo kInfo{
     "output slot the kernel writes (never on dead, input-only or scratch-only slots)",
     "drop the slot from intermediate_indices (let the host clear it), or make the kernel write "
     "the whole buffer",
-    kNeedRun | kNeedNoReuse | kNeedByteDiffs | kNeedAccess, kNeedProbe, false};
+    kNeedRun | kNeedNoReuse | kNeedByteDiffs | kNeedAccess, kNeedProbe, false,
+    "bytes the kernel does not write keep what an earlier call left there, and they are read"};
 
 void latent(const TraceCall& c, const TraceSlot& s, FindingSink& sink) {
   Finding f = make_finding(kInfo, c, s.slot, c.key_first_call);

@@ -13,7 +13,8 @@ const CheckInfo kInfo{
     "is not static; run: the reuse engine wrote a placeholder into a BO",
     "preload every bo_key (one call with the real weights) before freeing host weights, or keep "
     "the weights until the key's first call",
-    kNeedRun, 0, true};
+    kNeedRun, 0, true,
+    "the BO of a static slot holds placeholder bytes, not the weights, for every call of the key"};
 
 // From the declarations alone.
 void declared(const Trace& t, FindingSink& sink) {

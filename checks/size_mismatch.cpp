@@ -16,7 +16,8 @@ const CheckInfo kInfo{
     "set up, and alias pools one name gives two sizes; the run reports every argument without "
     "a BO and every array of another size than its BO",
     "give calls with other shapes or slot lists their own bo_key (or pool name)",
-    kNeedRun, 0, true};
+    kNeedRun, 0, true,
+    "the real engine raises here, or the kernel runs on a BO of another size (stale tail or missing buffer)"};
 
 void emit(FindingSink& sink, const TraceCall& c, int slot, int first, const std::string& msg) {
   Finding f = make_finding(kInfo, c, slot, first);

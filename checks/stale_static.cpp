@@ -14,7 +14,8 @@ const CheckInfo kInfo{
     "before dispatch differ from the no-reuse engine's freshly written BO",
     "drop the slot from static_input_indices (it changes per call), or key the BO set by what "
     "makes the data differ",
-    kNeedRun | kNeedNoReuse, 0, false};
+    kNeedRun | kNeedNoReuse, 0, false,
+    "the kernel ran on resident bytes that differ from what this call's host data puts there"};
 
 }  // namespace
 

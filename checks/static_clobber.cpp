@@ -15,7 +15,8 @@ const CheckInfo kInfo{
     "not be static), a note when it rewrites only part of it before any read and only reads "
     "the rest (scratch inside a resident buffer)",
     "drop the slot from static_input_indices, or give the kernel its own scratch slot",
-    kNeedNoReuse, kNeedAccess, false};
+    kNeedNoReuse, kNeedAccess, false,
+    "later calls of the key read the clobbered resident bytes"};
 
 }  // namespace
 

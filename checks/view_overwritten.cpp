@@ -13,7 +13,8 @@ const CheckInfo kInfo{
     "bytes behind it is reported with the call that returned it",
     "keep the output as a copy (\"as\": \"copy\", i.e. np.copy / .clone()) before the next call "
     "that reuses the BO",
-    kNeedRun, 0, false};
+    kNeedRun, 0, false,
+    "the bytes read through the view are no longer the ones the call returned"};
 
 // "the host write of call 12 (o_ffn)", "call 12 (o_ffn, decode t=0 l=1)".
 std::string change_text(const Trace& t, const ViewRead& v) {
