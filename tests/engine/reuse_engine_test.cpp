@@ -134,7 +134,9 @@ struct Fixture {
 
 std::vector<uint8_t> bytes(size_t n, uint8_t v) { return std::vector<uint8_t>(n, v); }
 
-TEST(ReuseEngine, FirstCallWritesEverySlot) {
+// Row "key, first call" (R622 bo_key defaults to the kernel name, R645 first call = key not yet
+// cached) and row "writes" (R675-688): the key's first call writes every slot.
+TEST(ReuseEngine, Row_KeyFirstCallWritesEverySlot) {
   Fixture f(std::vector<ojson>{kcall("A")});
   auto h = f.arrays(1, 10);
   Prepared p = f.prepare(1, h);
@@ -157,7 +159,9 @@ TEST(ReuseEngine, FirstCallWritesEverySlot) {
     for (size_t o = 0; o < s; ++o) EXPECT_NE(p.slots[s].bo, p.slots[o].bo);
 }
 
-TEST(ReuseEngine, LaterCallSkipsStaticAndIntermediateOnly) {
+// Row "writes" (R676-679): later calls skip the host write of their static and intermediate
+// slots only.
+TEST(ReuseEngine, Row_WritesLaterCallSkipsStaticAndIntermediateOnly) {
   Fixture f(std::vector<ojson>{kcall("A"), kcall("A")});
   auto h1 = f.arrays(1, 10), h2 = f.arrays(2, 50);
   Prepared p1 = f.prepare(1, h1);
@@ -180,7 +184,8 @@ TEST(ReuseEngine, LaterCallSkipsStaticAndIntermediateOnly) {
   EXPECT_TRUE(f.engine->last_change(p2.slots[W].bo).host_write);
 }
 
-TEST(ReuseEngine, PerKeyBoSets) {
+// Row "key, first call" (R645, R657-658): one BO list per bo_key.
+TEST(ReuseEngine, Row_KeyOneBoListPerKey) {
   Fixture f(std::vector<ojson>{kcall("A"), kcall("B"), kcall("A")});
   auto h1 = f.arrays(1, 10), h2 = f.arrays(2, 50), h3 = f.arrays(3, 90);
   Prepared p1 = f.prepare(1, h1);
@@ -201,7 +206,9 @@ TEST(ReuseEngine, PerKeyBoSets) {
   EXPECT_EQ(f.device(p2.slots[W].bo), h2[W]);
 }
 
-TEST(ReuseEngine, SmallerArrayWritesPrefixAndTailKeepsOldBytes) {
+// Row "array smaller than the BO" (R680-686 copy of the array's bytes only, R712-723 views
+// sized by the current array): a prefix write, the tail keeps old bytes.
+TEST(ReuseEngine, Row_SmallerArrayWritesPrefixAndTailKeepsOldBytes) {
   Fixture f(std::vector<ojson>{kcall("A", 4), kcall("A", 2)});
   auto h1 = f.arrays(1, 10), h2 = f.arrays(2, 50);
   Prepared p1 = f.prepare(1, h1);
@@ -220,7 +227,9 @@ TEST(ReuseEngine, SmallerArrayWritesPrefixAndTailKeepsOldBytes) {
   EXPECT_EQ(p2.shape_call, &f.call(1));
 }
 
-TEST(ReuseEngine, LargerArrayFailsTheCall) {
+// Row "array larger than the BO" (R684: np.frombuffer(..., count=) of the BO mapping is too
+// short): writing it raises ValueError; the call fails.
+TEST(ReuseEngine, Row_LargerArrayOnAWrittenSlotRaises) {
   Fixture f(std::vector<ojson>{kcall("A", 2), kcall("A", 4)});
   auto h1 = f.arrays(1, 10), h2 = f.arrays(2, 50);
   Prepared p1 = f.prepare(1, h1);
@@ -235,7 +244,9 @@ TEST(ReuseEngine, LargerArrayFailsTheCall) {
   EXPECT_EQ(p2.writes, 0);
 }
 
-TEST(ReuseEngine, SharedNonstaticPoolsByKernelSlotAndBytes) {
+// Row "shared_nonstatic pool key" (R628-636): (kernel name, arg index, size), static slots
+// excluded.
+TEST(ReuseEngine, Row_SharedNonstaticPoolKeyedByKernelSlotAndSize) {
   ojson c1 = kcall("A"), c2 = kcall("B"), c3 = kcall("C", 2);
   for (ojson* c : {&c1, &c2, &c3}) (*c)["shared_nonstatic"] = true;
   ojson c4 = {{"call", "k2"}, {"params", {{"n", 4}}}, {"bo_key", "D"}, {"shared_nonstatic", true}};
@@ -316,7 +327,9 @@ TEST(ReuseEngine, CpuDeviceOnlyChangesOnSync) {
   EXPECT_EQ(std::vector<uint8_t>(b->map(bo), b->map(bo) + 16), want);
 }
 
-TEST(ReuseEngine, ReadOutputIsAZeroCopyView) {
+// Row "readback" (R706-711 sync FROM_DEVICE of output_indices, default the last slot;
+// R712-723 zero-copy views of the BO mappings).
+TEST(ReuseEngine, Row_ReadbackOutputsAreZeroCopyViews) {
   ojson c = kcall("A");
   c["intermediate_indices"] = {"s", "out"};
   Fixture f(std::vector<ojson>{c, c});
@@ -408,7 +421,7 @@ TEST(ReuseEngine, Row_AliasOnStaticIndexRaisesBeforeAnyBo) {
 
 // Row "array larger than the BO" (R684): on a skipped slot nothing raises; the kernel runs on
 // the BO the key's first call set up (the caller's array is truncated). Written: see
-// LargerArrayFailsTheCall.
+// Row_LargerArrayOnAWrittenSlotRaises.
 TEST(ReuseEngine, Row_LargerArrayOnASkippedSlotDoesNotRaise) {
   auto k3 = [](int n) {
     return ojson{{"call", "k3"}, {"params", {{"n", n}}}, {"bo_key", "A"},
