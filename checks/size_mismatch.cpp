@@ -89,6 +89,8 @@ void declared(const Trace& t, FindingSink& sink) {
       if (p.pool == BoPool::alias) alias.see(sink, t, c, s);
       if (p.pool == BoPool::alias && c.first_of_key()) continue;
       if (s.host.bytes == p.bytes || c.first_of_key()) continue;
+      bool skipped_slot = c.is_static(s.slot) || c.is_inter(s.slot);
+      if (s.host.bytes < p.bytes && skipped_slot && !s.output) continue;  // nothing written
       std::string msg = "slot " + s.name + " is " + std::to_string(s.host.bytes) +
                         " bytes but the BO of '" + c.bo_key + "' was sized " +
                         std::to_string(p.bytes) + " bytes at call " +
@@ -123,6 +125,10 @@ std::string size_note(const Trace& t, const TraceCall& c, const TraceSlot& s) {
                      "binds only the " + std::to_string(n) + " BOs of bo_key '" + c.bo_key +
                      "', so the kernel never sees it";
   if (s.host.bytes == s.bo_bytes || s.bo_bytes == 0) return "";
+  // Smaller on a skipped slot that is not read back: nothing is written, the kernel runs on
+  // the BO as its key's first call set it up (an np.empty(0) placeholder after a preload).
+  bool skipped_slot = c.is_static(s.slot) || c.is_inter(s.slot);
+  if (s.host.bytes < s.bo_bytes && skipped_slot && !s.output && !s.written) return "";
   std::string head = "slot " + s.name + " is " + std::to_string(s.host.bytes) +
                      " bytes but its BO (" + s.place.label() + ") was sized " +
                      std::to_string(s.bo_bytes) + " bytes at first use";

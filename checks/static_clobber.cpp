@@ -18,6 +18,29 @@ const CheckInfo kInfo{
     kNeedNoReuse, kNeedAccess, false,
     "later calls of the key read the clobbered resident bytes"};
 
+
+// Without access facts (a recorded run): the calls of the key that ran on clobbered bytes (the
+// reuse BO before dispatch differs from the fresh no-reuse copy of the slot) and whether any of
+// them diverged. Exposed calls with bit-identical outputs show the bytes are not read.
+struct Exposure {
+  int calls = 0;
+  bool diverged = false;
+};
+
+Exposure exposure(const Trace& t, const TraceCall& c, int slot) {
+  Exposure e;
+  for (auto& later : t.calls) {
+    if (later.failed || later.ns != c.ns || later.bo_key != c.bo_key)
+      continue;
+    if (static_cast<size_t>(slot) >= later.slots.size() || !later.is_static(slot)) continue;
+    const TraceSlot& s = later.slots[static_cast<size_t>(slot)];
+    if (s.written || s.reuse_pre == s.noreuse_pre) continue;
+    e.calls++;
+    e.diverged = e.diverged || later.diverged();
+  }
+  return e;
+}
+
 }  // namespace
 
 void run_static_clobber(const Trace& t, FindingSink& sink) {
@@ -46,6 +69,15 @@ void run_static_clobber(const Trace& t, FindingSink& sink) {
                     "of '" + c.bo_key + "' never read clobbered bytes (the slot need not be static)";
         f.evidence.push_back({"severity", "warning: the body rewrites what it clobbers before "
                                           "any read, on every call"});
+      } else if (Exposure e = exposure(t, c, s.slot);
+                 !t.header.caps.access && e.calls > 0 && !e.diverged) {
+        f.severity = Severity::note;
+        f.message = "kernel " + c.kernel + " writes into static slot " + s.name + "; " +
+                    std::to_string(e.calls) + " call(s) of '" + c.bo_key +
+                    "' ran on the clobbered bytes with outputs identical to a fresh run's, so "
+                    "they are not read (or not yet)";
+        f.evidence.push_back({"severity", "note: every call that ran on the clobbered bytes "
+                                          "gave bit-identical outputs (no access facts)"});
       } else {
         f.message = "kernel " + c.kernel + " wrote into static slot " + s.name +
                     "; later calls of '" + c.bo_key + "' will read the clobbered bytes";

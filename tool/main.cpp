@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
     r = {bod::Exit::backend, "", std::string("internal error: ") + e.what()};
   }
   if (!r.out.empty()) std::fwrite(r.out.data(), 1, r.out.size(), stdout);
+  if (!r.log.empty()) std::fprintf(stderr, "bo-doctor: %s", r.log.c_str());
   if (!r.err.empty()) std::fprintf(stderr, "bo-doctor: error: %s\n", r.err.c_str());
   std::fflush(stdout);
   std::fflush(stderr);

@@ -10,7 +10,7 @@ job=${1:-demo}
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$here/build}
 pkgs=(build-essential cmake pkg-config libxrt-dev libcli11-dev libeigen3-dev libspdlog-dev
-      libgtest-dev nlohmann-json3-dev libxxhash-dev uuid-dev python3 python3-xxhash)
+      libgtest-dev nlohmann-json3-dev libxxhash-dev uuid-dev python3 python3-xxhash python3-numpy)
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -283,7 +283,7 @@ TEST(TraceCheck_RunChecks, ZeroCallsNeverCrashOrFind) {
 
 TEST(TraceCheck_RunChecks, FindingsOfAllChecksSortByCallThenCheck) {
   auto b = clean_decode();
-  b.at(3).slot(1).bytes(32);        // size-mismatch on call 3
+  b.at(3).slot(0).bytes(32);        // size-mismatch on call 3 (a written slot: stale tail)
   b.at(2).diverged(2, 0.995);       // output-divergence warning on call 2
   FindingSink sink;
   run_checks(b.build(), sink);

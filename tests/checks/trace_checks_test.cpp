@@ -113,9 +113,10 @@ TEST(TraceCheck_StaleStatic, SilentWhenSlotWasWritten) {
 }
 
 TEST(TraceCheck_StaleStatic, SilentWhenBoIsOfAnotherSize) {
-  // A resized BO is size-mismatch's finding, not this one.
+  // A resized BO is size-mismatch's finding, not this one (a larger array on the skipped
+  // slot: truncated). A smaller one on a skipped slot writes nothing and is no size-mismatch.
   auto b = stale_lut();
-  b.at(2).slot(1).bytes(32);
+  b.at(2).slot(1).bytes(4096);
   Trace t = b.build();
   EXPECT_TRUE(run_check(run_stale_static, t).empty());
   EXPECT_FALSE(run_check(run_size_mismatch, t).empty());

@@ -13,6 +13,7 @@
 #include "runner/host_data.h"
 #include "runner/runner.h"
 #include "runtime/xrt/xrt_backend.h"
+#include "skeleton/skeleton.h"
 #include "trace/trace_io.h"
 
 namespace bod {
@@ -134,6 +135,15 @@ CommandResult cmd_analyze(const CommandOptions& o) {
   auto t = read_trace(o.model);
   if (!t) return fail(t.error());
   return finish(o, build_report("analyze", t.value(), true, o.model));
+}
+
+CommandResult cmd_skeleton(const CommandOptions& o) {
+  auto t = read_trace(o.model);
+  if (!t) return fail(t.error());
+  std::string name = o.model == "-" ? "stdin" : std::filesystem::path(o.model).filename().string();
+  auto m = skeleton_model(t.value(), name);
+  if (!m) return fail(m.error());
+  return emit(o, m->dump(1) + "\n", Exit::ok);
 }
 
 CommandResult cmd_classify(const CommandOptions& o) {

@@ -2,6 +2,8 @@
 // tests can run a command in-process and get its output and exit code.
 #pragma once
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/result.h"
 
@@ -21,9 +23,13 @@ struct CommandOptions {
 };
 
 struct CommandResult {
+  CommandResult() = default;
+  CommandResult(Exit c, std::string o, std::string e)
+      : code(c), out(std::move(o)), err(std::move(e)) {}
   Exit code = Exit::ok;
   std::string out;  // the report (already written when options.output was set)
   std::string err;  // one-line error for exit 2/3
+  std::string log;  // a summary for stderr that is not an error (record)
 };
 
 CommandResult cmd_lint(const CommandOptions& o);
@@ -31,8 +37,21 @@ CommandResult cmd_check(const CommandOptions& o);
 CommandResult cmd_classify(const CommandOptions& o);
 // `o.model` names the trace file.
 CommandResult cmd_analyze(const CommandOptions& o);
+// `o.model` names the trace file; writes the skeleton model.json (docs/skeleton.md).
+CommandResult cmd_skeleton(const CommandOptions& o);
 CommandResult cmd_list_checks(const std::string& format);
 CommandResult cmd_explain(const std::string& id);
+
+// `bo-doctor record`: the program to run under the recorder and where the trace goes.
+struct RecordOptions {
+  std::vector<std::string> command;  // program and arguments (after --)
+  std::string output;                // trace file; default run.trace.jsonl
+  bool shadow = false;               // re-run each call on fresh BOs and compare outputs
+  std::string target;                // module:Class.method; default every KernelCache.load_and_run
+};
+// Runs the program with the recorder injected, then writes the trace; exits with the program's
+// status (the summary line goes to `err`).
+CommandResult cmd_record(const RecordOptions& o);
 
 // Parses argv and runs the command; the whole CLI, minus process concerns.
 CommandResult run_cli(int argc, char** argv);

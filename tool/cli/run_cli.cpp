@@ -43,12 +43,26 @@ CommandResult run_cli(int argc, char** argv) {
   analyze->add_option("--format", o.format, "report format: text, json or markdown");
   analyze->add_option("-o,--output", o.output,
                       "write the report to FILE (atomically) instead of stdout");
+  auto* skeleton = app.add_subcommand(
+      "skeleton", "write a model.json that replays a trace's calls, with stub kernel bodies");
+  skeleton->add_option("TRACE", o.model, "trace file (JSON Lines), or - for stdin")->required();
+  skeleton->add_option("-o,--output", o.output,
+                       "write the model to FILE (atomically) instead of stdout");
   auto* classify = app.add_subcommand(
       "classify", "infer each slot's role from behaviour and recommend reuse indices");
   add_report_flags(classify, o);
   classify->add_option("--backend", o.backend, "cpu (reference device) or xrt");
   auto* lint = app.add_subcommand("lint", "static checks of the plan, without running it");
   add_report_flags(lint, o);
+  RecordOptions ro;
+  auto* record = app.add_subcommand(
+      "record", "run a Python program with the recorder injected and write its trace");
+  record->add_option("-o,--output", ro.output, "trace file to write (default run.trace.jsonl)");
+  record->add_flag("--shadow", ro.shadow,
+                   "also run every call on fresh BOs with every slot written, and compare outputs");
+  record->add_option("--target", ro.target,
+                     "module:Class.method to wrap (default: every KernelCache.load_and_run)");
+  record->add_option("COMMAND", ro.command, "the program and its arguments, after --")->required();
   std::string list_format = "text";
   auto* list = app.add_subcommand("list-checks", "list every check id");
   list->add_option("--format", list_format, "text or json");
@@ -71,7 +85,9 @@ CommandResult run_cli(int argc, char** argv) {
                     : verbose == 1 ? spdlog::level::info
                                    : spdlog::level::warn);
   if (check->parsed()) return cmd_check(o);
+  if (record->parsed()) return cmd_record(ro);
   if (analyze->parsed()) return cmd_analyze(o);
+  if (skeleton->parsed()) return cmd_skeleton(o);
   if (lint->parsed()) return cmd_lint(o);
   if (classify->parsed()) return cmd_classify(o);
   if (list->parsed()) return cmd_list_checks(list_format);

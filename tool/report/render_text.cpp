@@ -54,6 +54,22 @@ std::string render_text(const Report& r) {
     for (auto& g : r.gaps)
       o << "  " << g.check << ": " << (g.partly ? "only its declaration part ran" : "not run")
         << "; needs " << g.missing << "\n";
+    // How to get what was missing, once per kind (a trace given to analyze).
+    bool no_reuse = false, bodies = false;
+    for (auto& g : r.gaps) {
+      no_reuse = no_reuse || g.missing.find("no_reuse") != std::string::npos;
+      bodies = bodies || g.missing.find("access") != std::string::npos ||
+               g.missing.find("byte_diffs") != std::string::npos ||
+               g.missing.find("probe") != std::string::npos;
+    }
+    if (r.command != "analyze") no_reuse = bodies = false;
+    if (no_reuse)
+      o << "  to get no_reuse: record with shadow runs (bo-doctor record --shadow -- ...), or "
+           "run bo-doctor check on a model.json\n";
+    if (bodies)
+      o << "  to get access, byte_diffs, probe: they need the kernels' reference bodies: "
+           "bo-doctor skeleton TRACE > model.json, fill in the bodies, bo-doctor check "
+           "model.json --probe\n";
   }
   if (r.ran) {
     const Trace& run = *r.trace;

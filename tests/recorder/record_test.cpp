@@ -1,0 +1,250 @@
+// `bo-doctor record` on the stand-in engine (tests/recorder/standin: the KernelCache contract over
+// a CPU stand-in for pyxrt), then `analyze`: clean runs report no error or warning, every seeded
+// bug a trace can show is found at its call and slot, and recording changes nothing the program
+// computes. Python is /usr/bin/python3 (Debian's, with python3-numpy and python3-xxhash from
+// tool/setup.sh), never whichever python3 comes first on PATH.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "trace/spool.h"
+#include "trace/trace_io.h"
+
+namespace bod {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+const char* kPython = "/usr/bin/python3";
+
+struct Proc {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+class Record : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("bod_record_test_" + std::to_string(getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+    if (std::system((std::string(kPython) + " -c 'import numpy, xxhash' 2>/dev/null").c_str()) != 0)
+      GTEST_SKIP() << kPython << " lacks numpy or xxhash: run tool/setup.sh (installs "
+                   "python3-numpy and python3-xxhash)";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  Proc run(const std::string& cmd) {
+    std::string c = cmd + " >" + (dir_ / "out").string() + " 2>" + (dir_ / "err").string();
+    int st = std::system(c.c_str());
+    return Proc{WIFEXITED(st) ? WEXITSTATUS(st) : -1, slurp(dir_ / "out"), slurp(dir_ / "err")};
+  }
+
+  std::string program(const std::string& bug) {
+    return std::string(kPython) + " " + BOD_SOURCE_DIR + "/tests/recorder/standin/run_llama.py --bug " + bug;
+  }
+
+  // Records the stand-in with one seeded bug and returns analyze's JSON report.
+  json recorded(const std::string& bug, bool shadow, int expect_exit = 0, int calls = 29) {
+    fs::path trace = dir_ / "run.trace.jsonl";
+    Proc r = run(std::string(BOD_BINARY) + " record " + (shadow ? "--shadow " : "") + "-o " +
+                 trace.string() + " -- " + program(bug));
+    EXPECT_EQ(r.code, expect_exit) << r.err;
+    EXPECT_NE(r.err.find("recorded " + std::to_string(calls) + " call(s)"), std::string::npos)
+        << r.err;
+    record_err_ = r.err;
+    Proc a = run(std::string(BOD_BINARY) + " analyze --format json " + trace.string());
+    EXPECT_TRUE(a.code == 0 || a.code == 1) << a.err;
+    return json::parse(a.out, nullptr, false);
+  }
+
+  fs::path dir_;
+  std::string record_err_;  // stderr of the last record run (the program's and bo-doctor's)
+};
+
+std::string describe(const json& report) {
+  std::ostringstream s;
+  for (auto& f : report["findings"])
+    s << "  " << f["check"].get<std::string>() << " " << f["severity"].get<std::string>()
+      << " call " << f["call"] << " slot " << f["slot"] << ": "
+      << f["message"].get<std::string>() << "\n";
+  return s.str();
+}
+
+bool has(const json& report, const std::string& check, int call, int slot,
+         const std::string& severity = "error") {
+  for (auto& f : report["findings"])
+    if (f["check"] == check && f["call"] == call && f["slot"] == slot && f["severity"] == severity)
+      return true;
+  return false;
+}
+
+int errors_and_warnings(const json& report) {
+  int n = 0;
+  for (auto& f : report["findings"]) n += f["severity"] != "note";
+  return n;
+}
+
+TEST_F(Record, CleanRunHasNoErrorOrWarning) {
+  json r = recorded("none", false);
+  EXPECT_EQ(errors_and_warnings(r), 0) << describe(r);
+  EXPECT_EQ(r["summary"]["verdict"], "pass");
+}
+
+// With shadow runs the packed norm buffer of o_gemv_ffn is clobbered by design: a note (the
+// calls that ran on the clobbered bytes gave bit-identical outputs), never an error.
+TEST_F(Record, CleanRunWithShadowHasNoErrorOrWarning) {
+  json r = recorded("none", true);
+  EXPECT_EQ(errors_and_warnings(r), 0) << describe(r);
+  EXPECT_TRUE(has(r, "static-clobber", 16, 6, "note")) << describe(r);
+}
+
+TEST_F(Record, RecordingChangesNothingTheProgramComputes) {
+  Proc plain = run(program("none"));
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  for (const char* flags : {"", "--shadow "}) {
+    Proc rec = run(std::string(BOD_BINARY) + " record " + flags + "-o " +
+                   (dir_ / "t.jsonl").string() + " -- " + program("none"));
+    ASSERT_EQ(rec.code, 0) << rec.err;
+    EXPECT_EQ(rec.out, plain.out) << flags;  // tokens and the reference comparison
+  }
+}
+
+TEST_F(Record, KeyCollisionFromTheLayerLoopVariable) {
+  json r = recorded("key-collision", false);
+  EXPECT_TRUE(has(r, "key-collision", 7, 1)) << describe(r);
+}
+
+// --shadow: the position-dependent RoPE LUT marked static diverges at the exact later call.
+TEST_F(Record, StaleStaticDivergesAtTheLaterCallWithShadow) {
+  json r = recorded("stale-static", true);
+  EXPECT_TRUE(has(r, "stale-static", 15, 9)) << describe(r);
+  EXPECT_TRUE(has(r, "output-divergence", 15, 11)) << describe(r);
+  json plain = recorded("stale-static", false);
+  EXPECT_EQ(errors_and_warnings(plain), 0) << "without shadow runs there is nothing to compare";
+  bool listed = false;
+  for (auto& n : plain["not_run"]) listed = listed || n["check"] == "stale-static";
+  EXPECT_TRUE(listed) << plain["not_run"].dump();
+}
+
+TEST_F(Record, SizeMismatchPreloadArity) {
+  json r = recorded("size-mismatch", false);
+  EXPECT_TRUE(has(r, "size-mismatch", 10, 14)) << describe(r);
+}
+
+TEST_F(Record, PlaceholderUploadedAtTheKeysFirstCall) {
+  json r = recorded("placeholder-upload", false);
+  EXPECT_TRUE(has(r, "placeholder-upload", 5, 3)) << describe(r);
+}
+
+TEST_F(Record, AliasConflictTwoLiveSlots) {
+  json r = recorded("alias-conflict", false);
+  EXPECT_TRUE(has(r, "alias-conflict", 2, 10)) << describe(r);
+}
+
+TEST_F(Record, StaticClobberWithShadow) {
+  json r = recorded("static-clobber", true);
+  EXPECT_TRUE(has(r, "static-clobber", 5, 1)) << describe(r);
+}
+
+TEST_F(Record, MissedStaticNoteWithShadow) {
+  json r = recorded("missed-static", true);
+  EXPECT_TRUE(has(r, "missed-static", 9, 3, "note")) << describe(r);
+  EXPECT_EQ(errors_and_warnings(r), 0) << describe(r);
+}
+
+// The engine raises ValueError (alias on a static index): recorded as a failed call, re-raised,
+// and record exits with the program's status.
+TEST_F(Record, EngineErrorIsRecordedAndReraised) {
+  json r = recorded("config-error", false, 1, 2);
+  EXPECT_TRUE(has(r, "config-error", 2, 1)) << describe(r);
+  EXPECT_NE(record_err_.find("ValueError: shared_alias must not target"), std::string::npos)
+      << record_err_;
+}
+
+// A program killed in the middle still leaves a readable trace of the calls it made.
+TEST_F(Record, KilledProgramStillLeavesATrace) {
+  fs::path trace = dir_ / "killed.jsonl";
+  fs::path script = dir_ / "die.py";
+  std::ofstream(script) << "import os, runpy, signal, sys\n"
+                           "sys.argv = ['run_llama.py', '--bug', 'none']\n"
+                           "import shared.infra.cache as c\n"
+                           "orig = c.KernelCache.load_and_run\n"
+                           "n = [0]\n"
+                           "def f(self, *a, **k):\n"
+                           "    n[0] += 1\n"
+                           "    if n[0] == 12: os.kill(os.getpid(), signal.SIGKILL)\n"
+                           "    return orig(self, *a, **k)\n"
+                           "c.KernelCache.load_and_run = f\n"
+                           "runpy.run_path(sys.argv[0] if False else '" BOD_SOURCE_DIR
+                           "/tests/recorder/standin/run_llama.py', run_name='__main__')\n";
+  Proc r = run(std::string("PYTHONPATH=") + BOD_SOURCE_DIR + "/tests/recorder/standin " +
+               BOD_BINARY + " record -o " + trace.string() + " -- " + kPython + " " +
+               script.string());
+  EXPECT_EQ(r.code, 128 + 9) << r.err;
+  EXPECT_NE(r.err.find("recorded 11 call(s)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("did not exit normally"), std::string::npos) << r.err;
+  auto t = read_trace(trace.string());
+  ASSERT_TRUE(t) << t.error().line();
+  EXPECT_EQ(t->calls.size(), 11u);
+}
+
+TEST_F(Record, UnknownProgramIsABadInput) {
+  Proc r = run(std::string(BOD_BINARY) + " record -o " + (dir_ / "x").string() +
+               " -- /nonexistent/program");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("cannot run"), std::string::npos) << r.err;
+}
+
+// The spool the Python recorder writes and the trace it becomes: a torn last line (the program
+// died mid-write) is dropped, anything else malformed is an error naming the line.
+TEST(Spool, TornLastLineIsDropped) {
+  std::istringstream in(
+      "{\"kind\":\"header\",\"argv\":[\"run.py\"],\"shadow\":false}\n"
+      "{\"kind\":\"kernel\",\"name\":\"k\",\"slots\":[{\"name\":\"arg0\",\"dtype\":\"f32\"}],"
+      "\"binary\":\"\"}\n"
+      "{\"kind\":\"call\",\"call\":{\"type\":\"ca");
+  SpoolSummary s;
+  auto text = trace_text_from_spool(in, "spool", s);
+  ASSERT_TRUE(text) << text.error().line();
+  EXPECT_TRUE(s.torn);
+  EXPECT_FALSE(s.ended);
+  EXPECT_EQ(s.calls, 0u);
+  std::istringstream t(text.value());
+  auto trace = read_trace(t, "trace");
+  ASSERT_TRUE(trace) << trace.error().line();
+  EXPECT_EQ(trace->header.kernels.size(), 1u);
+}
+
+TEST(Spool, CorruptMiddleLineIsAnError) {
+  std::istringstream in("{\"kind\":\"header\"}\nnot json\n{\"kind\":\"end\"}\n");
+  SpoolSummary s;
+  auto text = trace_text_from_spool(in, "spool", s);
+  ASSERT_FALSE(text);
+  EXPECT_EQ(text.error().where, "spool:2");
+}
+
+TEST(Spool, NoHeaderIsAnError) {
+  std::istringstream in("{\"kind\":\"end\"}\n");
+  SpoolSummary s;
+  EXPECT_FALSE(trace_text_from_spool(in, "spool", s));
+}
+
+}  // namespace
+}  // namespace bod

@@ -1,0 +1,1 @@
+"""Stand-in for mlir-air programming_examples/llms/shared (tests only)."""

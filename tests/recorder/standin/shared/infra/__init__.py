@@ -1,0 +1,1 @@
+"""Stand-in for mlir-air shared.infra (tests only)."""

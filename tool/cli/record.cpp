@@ -1,0 +1,155 @@
+// `bo-doctor record [-o TRACE] [--shadow] [--target M:C.m] -- COMMAND ARGS...`: runs the user's
+// Python program with the recorder injected through the environment (PYTHONPATH gets the
+// recorder's folder, whose sitecustomize.py wraps KernelCache.load_and_run as modules load; no
+// edit to the engine), then assembles the spool it wrote into a trace, whatever way the program
+// ended. docs/recording.md.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "report/report.h"
+#include "trace/spool.h"
+#include "trace/trace_io.h"
+
+extern char** environ;
+
+namespace bod {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+CommandResult fail(const Error& e) { return CommandResult{e.code, "", e.line()}; }
+
+// The folder holding sitecustomize.py and the bo_doctor package.
+std::string recorder_dir() {
+  if (const char* d = std::getenv("BOD_RECORDER_DIR"); d && *d) return d;
+  return BOD_RECORDER_DIR;
+}
+
+// The child's environment: ours plus the recorder's variables.
+std::vector<std::string> child_env(const RecordOptions& o, const std::string& spool) {
+  std::vector<std::string> env;
+  std::string pythonpath = recorder_dir();
+  for (char** e = environ; *e; ++e) {
+    std::string kv = *e;
+    if (kv.rfind("PYTHONPATH=", 0) == 0) {
+      if (kv.size() > 11) pythonpath += ":" + kv.substr(11);
+      continue;
+    }
+    if (kv.rfind("BOD_RECORD_", 0) == 0) continue;
+    env.push_back(kv);
+  }
+  env.push_back("PYTHONPATH=" + pythonpath);
+  env.push_back("BOD_RECORD_SPOOL=" + spool);
+  if (o.shadow) env.push_back("BOD_RECORD_SHADOW=1");
+  if (!o.target.empty()) env.push_back("BOD_RECORD_TARGET=" + o.target);
+  return env;
+}
+
+// Runs the command; returns its exit code (128 + signal when killed), or an error.
+Result<int> run_child(const RecordOptions& o, const std::string& spool) {
+  std::vector<std::string> env = child_env(o, spool);
+  std::vector<char*> argv, envp;
+  for (auto& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  // Ctrl-C goes to the whole process group: let the program handle it, then assemble.
+  struct sigaction ignore {}, old_int{}, old_term{};
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGINT, &ignore, &old_int);
+  sigaction(SIGTERM, &ignore, &old_term);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t deflt;
+  sigemptyset(&deflt);
+  sigaddset(&deflt, SIGINT);
+  sigaddset(&deflt, SIGTERM);
+  posix_spawnattr_setsigdefault(&attr, &deflt);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
+  pid_t pid = 0;
+  int rc = posix_spawnp(&pid, argv[0], &fa, &attr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  int status = 0;
+  if (rc == 0)
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  if (rc != 0)
+    return Error{o.command[0], std::string("cannot run: ") + std::strerror(rc) +
+                                   "; give the program and its arguments after --",
+                 Exit::bad_input};
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+}  // namespace
+
+CommandResult cmd_record(const RecordOptions& o) {
+  if (o.command.empty())
+    return fail(Error{"record", "no command; usage: bo-doctor record [-o TRACE] -- python3 run.py ...",
+                      Exit::bad_input});
+  std::string out = o.output.empty() ? "run.trace.jsonl" : o.output;
+  if (!o.target.empty() && o.target.find(':') == std::string::npos)
+    return fail(Error{"--target", "'" + o.target + "': expected module:Class.method, e.g. "
+                      "shared.infra.cache:KernelCache.load_and_run", Exit::bad_input});
+  if (!fs::exists(fs::path(recorder_dir()) / "sitecustomize.py"))
+    return fail(Error{recorder_dir(), "the Python recorder is missing here; set BOD_RECORDER_DIR "
+                      "to the folder holding sitecustomize.py", Exit::bad_input});
+  fs::path dir = fs::absolute(out).parent_path();
+  std::string spool = (dir / (fs::path(out).filename().string() + ".spool." +
+                              std::to_string(getpid()))).string();
+  {
+    std::ofstream s(spool, std::ios::trunc);
+    if (!s) return fail(Error{spool, "cannot create the recorder's spool file", Exit::bad_input});
+  }
+  spdlog::info("recording {} (spool {})", o.command[0], spool);
+  auto rc = run_child(o, spool);
+  if (!rc) {
+    fs::remove(spool);
+    return fail(rc.error());
+  }
+  std::ifstream in(spool);
+  SpoolSummary sum;
+  auto text = trace_text_from_spool(in, spool, sum);
+  if (!text) return fail(text.error());  // the spool stays for a bug report
+  std::istringstream check(text.value());
+  auto t = read_trace(check, out);
+  if (!t)
+    return fail(Error{t.error().where, t.error().what + " (the recorder wrote an invalid trace; "
+                      "the spool " + spool + " is kept)", Exit::backend});
+  if (auto st = write_atomic(out, text.value()); !st) return fail(st.error());
+  fs::remove(spool);
+  std::ostringstream msg;
+  msg << "recorded " << sum.calls << " call(s) of " << o.command[0] << " to " << out << " ("
+      << text->size() / 1024 << " KiB, " << (sum.calls ? text->size() / sum.calls : 0)
+      << " bytes/call" << (sum.ended ? ", recorder time " + std::to_string(sum.recorder_seconds).substr(0, 6) + " s" : "")
+      << (sum.shadow ? ", with shadow runs" : "")
+      << (sum.torn ? ", last call cut off" : "") << (sum.ended ? "" : ", the program did not "
+      "exit normally") << "); the program exited " << rc.value()
+      << ". Next: bo-doctor analyze " << out << "\n";
+  CommandResult r;
+  r.log = msg.str();
+  // Like valgrind or compute-sanitizer: record exits with the program's own status.
+  r.code = static_cast<Exit>(rc.value());
+  return r;
+}
+
+}  // namespace bod
