@@ -205,6 +205,22 @@ TEST_F(Record, KilledProgramStillLeavesATrace) {
   EXPECT_EQ(t->calls.size(), 11u);
 }
 
+// A recorded run becomes a model: skeleton, then lint and check run it as it comes out (stub
+// bodies marked TODO until the user fills them in).
+TEST_F(Record, SkeletonOfARecordedRunLintsAndChecks) {
+  recorded("none", false);
+  fs::path model = dir_ / "model.json";
+  Proc sk = run(std::string(BOD_BINARY) + " skeleton -o " + model.string() + " " +
+                (dir_ / "run.trace.jsonl").string());
+  ASSERT_EQ(sk.code, 0) << sk.err;
+  EXPECT_NE(slurp(model).find("TODO(bo-doctor skeleton)"), std::string::npos);
+  Proc lint = run(std::string(BOD_BINARY) + " lint " + model.string());
+  EXPECT_EQ(lint.code, 0) << lint.out << lint.err;
+  EXPECT_NE(lint.out.find("29 calls -> PASS"), std::string::npos) << lint.out;
+  Proc check = run(std::string(BOD_BINARY) + " check " + model.string());
+  EXPECT_EQ(check.code, 0) << check.out << check.err;
+}
+
 TEST_F(Record, UnknownProgramIsABadInput) {
   Proc r = run(std::string(BOD_BINARY) + " record -o " + (dir_ / "x").string() +
                " -- /nonexistent/program");
