@@ -10,6 +10,17 @@
 
 #include "cli/commands.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#define BOD_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define BOD_ASAN 1
+#endif
+#endif
+#ifdef BOD_ASAN
+#include <sanitizer/lsan_interface.h>
+#endif
+
 int main(int argc, char** argv) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("bo-doctor"));
   spdlog::set_pattern("bo-doctor: %l: %v");
@@ -29,6 +40,10 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
   std::fflush(stderr);
   // Leave without static destructors: Debian's XRT 2.13 can hang in its exit handler
-  // (xrt_core::kds::stop joins a thread that never wakes) after runs on the noop device.
+  // (xrt_core::kds::stop joins a thread that never wakes) after runs on the noop device. In a
+  // sanitized build, LeakSanitizer checks first (what is still reachable is not a leak).
+#ifdef BOD_ASAN
+  __lsan_do_leak_check();
+#endif
   std::_Exit(static_cast<int>(r.code));
 }

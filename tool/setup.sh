@@ -4,13 +4,15 @@
 #   tool/setup.sh demo   build, then `bo-doctor check` on the bundled llama-tiny model
 #   tool/setup.sh test   build, then the whole test suite (ctest)
 #   tool/setup.sh large  build, then the real-size llama32-1b fixtures (slow; not part of `test`)
+#   tool/setup.sh asan   build with ASan + UBSan into build-asan/ (no XRT) and run the test suite
+#   tool/setup.sh fuzz   build the libFuzzer harnesses with clang and run each briefly (tool/fuzz.sh)
 #   tool/setup.sh build  build only
 set -euo pipefail
 job=${1:-demo}
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$here/build}
 pkgs=(build-essential cmake pkg-config libxrt-dev libcli11-dev libeigen3-dev libspdlog-dev
-      libgtest-dev nlohmann-json3-dev libxxhash-dev uuid-dev python3 python3-xxhash python3-numpy)
+      libgtest-dev nlohmann-json3-dev libxxhash-dev uuid-dev python3 python3-xxhash python3-numpy clang)
 
 missing=()
 for p in "${pkgs[@]}"; do
@@ -24,6 +26,20 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
+if [ "$job" = asan ]; then
+  # Sanitized suite: every test under AddressSanitizer (with LeakSanitizer) and UBSan, any
+  # report fails the run. XRT stays off here (the Release job covers the noop device).
+  build=${BUILD_DIR:-$here/build-asan}
+  cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DBO_DOCTOR_WITH_XRT=OFF \
+    -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" \
+    >/dev/null
+  cmake --build "$build" -j"$(nproc)"
+  cd "$build"
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1
+  exec ctest --output-on-failure -j"$(nproc)" -LE large
+fi
+if [ "$job" = fuzz ]; then exec bash "$here/tool/fuzz.sh" "${FUZZ_SECONDS:-30}"; fi
+
 cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" -j"$(nproc)"
 
@@ -32,5 +48,5 @@ case "$job" in
   test) cd "$build" && exec ctest --output-on-failure -j"$(nproc)" -LE large ;;
   large) cd "$build" && exec ctest --output-on-failure -L large ;;
   build) ;;
-  *) echo "setup: unknown job '$job'; expected demo, test, large or build" >&2; exit 2 ;;
+  *) echo "setup: unknown job '$job'; expected demo, test, large, asan, fuzz or build" >&2; exit 2 ;;
 esac

@@ -9,6 +9,7 @@
 #include "analysis/classify.h"
 #include "checks/checks.h"
 #include "checks/registry.h"
+#include "model/json_in.h"
 #include "report/report.h"
 #include "runner/host_data.h"
 #include "runner/runner.h"
@@ -49,17 +50,46 @@ std::unique_ptr<Backend> open_backend(const CommandOptions& o, const Model& m) {
 }
 
 // Prefixes JSON-pointer errors with the model path ("model.json:/kernels/x/slots/2").
+// The error line quotes the model: made safe to print (docs/model-format.md §13).
 Error at_model(const CommandOptions& o, Error e) {
+  std::error_code ec;  // a pointer is no path: exists() may fail (name too long), never throw
   bool pointer = e.where.empty() || (e.where[0] == '/' && e.where != o.model &&
                                      e.where.rfind(o.model + ":", 0) != 0 &&
-                                     !std::filesystem::exists(e.where));
+                                     !std::filesystem::exists(e.where, ec));
+  e = safe_error(std::move(e));
   if (pointer) e.where = o.model + ":" + e.where;
   return e;
+}
+
+// Whether writing `out` would replace the input file `in` (the same file, by any name).
+bool same_file(const std::string& out, const std::string& in) {
+  if (out.empty() || in.empty() || out == "-" || in == "-") return false;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::equivalent(out, in, ec)) return true;
+  auto a = fs::weakly_canonical(out, ec);
+  if (ec) return false;
+  auto b = fs::weakly_canonical(in, ec);
+  return !ec && a == b;
+}
+
+// An output option (-o, --save-trace) naming the input file is refused before any write.
+Status not_input(const std::string& flag, const std::string& out, const std::string& in) {
+  if (!same_file(out, in)) return ok_status();
+  return Error{out, flag + " names the input file " + in + "; writing there would overwrite the "
+                    "input, expected another file name"};
+}
+
+// Both output options, checked before the run so a refused one costs nothing.
+Status check_outputs(const CommandOptions& o) {
+  BOD_CHECK(not_input("--output", o.output, o.model));
+  return not_input("--save-trace", o.save_trace, o.model);
 }
 
 // The report to stdout, or atomically to --output.
 CommandResult emit(const CommandOptions& o, std::string text, Exit code) {
   if (o.output.empty()) return {code, std::move(text), ""};
+  if (auto st = not_input("--output", o.output, o.model); !st) return fail(st.error());
   auto st = write_atomic(o.output, text);
   if (!st) return fail(st.error());
   return {code, "", ""};
@@ -93,6 +123,7 @@ Status check_format(const std::string& f) {
 
 Status save_trace(const CommandOptions& o, const Trace& t) {
   if (o.save_trace.empty()) return ok_status();
+  BOD_CHECK(not_input("--save-trace", o.save_trace, o.model));
   std::ostringstream s;
   write_trace(s, t);
   return write_atomic(o.save_trace, s.str());
@@ -101,6 +132,7 @@ Status save_trace(const CommandOptions& o, const Trace& t) {
 }  // namespace
 
 CommandResult cmd_lint(const CommandOptions& o) {
+  if (auto st = check_outputs(o); !st) return fail(st.error());
   if (auto st = check_format(o.format); !st) return fail(st.error());
   Model m;
   auto p = load_plan(o, m);
@@ -111,6 +143,7 @@ CommandResult cmd_lint(const CommandOptions& o) {
 }
 
 CommandResult cmd_check(const CommandOptions& o) {
+  if (auto st = check_outputs(o); !st) return fail(st.error());
   if (auto st = check_format(o.format); !st) return fail(st.error());
   Model m;
   auto p = load_plan(o, m);
@@ -131,6 +164,7 @@ CommandResult cmd_check(const CommandOptions& o) {
 }
 
 CommandResult cmd_analyze(const CommandOptions& o) {
+  if (auto st = check_outputs(o); !st) return fail(st.error());
   if (auto st = check_format(o.format); !st) return fail(st.error());
   auto t = read_trace(o.model);
   if (!t) return fail(t.error());
@@ -138,6 +172,7 @@ CommandResult cmd_analyze(const CommandOptions& o) {
 }
 
 CommandResult cmd_skeleton(const CommandOptions& o) {
+  if (auto st = check_outputs(o); !st) return fail(st.error());
   auto t = read_trace(o.model);
   if (!t) return fail(t.error());
   std::string name = o.model == "-" ? "stdin" : std::filesystem::path(o.model).filename().string();
@@ -147,6 +182,7 @@ CommandResult cmd_skeleton(const CommandOptions& o) {
 }
 
 CommandResult cmd_classify(const CommandOptions& o) {
+  if (auto st = check_outputs(o); !st) return fail(st.error());
   if (o.format != "text" && o.format != "json")
     return fail(Error{"--format", "unknown format '" + o.format + "'; expected text or json"});
   Model m;

@@ -48,6 +48,7 @@ struct RecordOptions {
   std::string output;                // trace file; default run.trace.jsonl
   bool shadow = false;               // re-run each call on fresh BOs and compare outputs
   std::string target;                // module:Class.method; default every KernelCache.load_and_run
+  std::string labels = "auto";       // auto: label() then heuristics; explicit: label() only
 };
 // Runs the program with the recorder injected, then writes the trace; exits with the program's
 // status (the summary line goes to `err`).

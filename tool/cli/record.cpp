@@ -56,6 +56,7 @@ std::vector<std::string> child_env(const RecordOptions& o, const std::string& sp
   env.push_back("BOD_RECORD_SPOOL=" + spool);
   if (o.shadow) env.push_back("BOD_RECORD_SHADOW=1");
   if (!o.target.empty()) env.push_back("BOD_RECORD_TARGET=" + o.target);
+  if (o.labels == "explicit") env.push_back("BOD_RECORD_LABELS=explicit");
   return env;
 }
 
@@ -107,6 +108,10 @@ CommandResult cmd_record(const RecordOptions& o) {
     return fail(Error{"record", "no command; usage: bo-doctor record [-o TRACE] -- python3 run.py ...",
                       Exit::bad_input});
   std::string out = o.output.empty() ? "run.trace.jsonl" : o.output;
+  if (o.labels != "auto" && o.labels != "explicit")
+    return fail(Error{"--labels", "'" + o.labels + "': expected auto (bo_doctor.label, else the "
+                      "bo_key's L<n> or the layer loop variable) or explicit (bo_doctor.label only)",
+                      Exit::bad_input});
   if (!o.target.empty() && o.target.find(':') == std::string::npos)
     return fail(Error{"--target", "'" + o.target + "': expected module:Class.method, e.g. "
                       "shared.infra.cache:KernelCache.load_and_run", Exit::bad_input});

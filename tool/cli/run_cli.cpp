@@ -62,6 +62,8 @@ CommandResult run_cli(int argc, char** argv) {
                    "also run every call on fresh BOs with every slot written, and compare outputs");
   record->add_option("--target", ro.target,
                      "module:Class.method to wrap (default: every KernelCache.load_and_run)");
+  record->add_option("--labels", ro.labels,
+                     "auto (default: bo_doctor.label, else heuristics) or explicit (label() only)");
   record->add_option("COMMAND", ro.command, "the program and its arguments, after --")->required();
   std::string list_format = "text";
   auto* list = app.add_subcommand("list-checks", "list every check id");

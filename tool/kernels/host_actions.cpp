@@ -1,6 +1,7 @@
 #include "kernels/host_actions.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 namespace bod {
@@ -105,20 +106,30 @@ std::string check_host_action(const OpCall& c) {
   if (n == "write_rows" && has("src") && has("out")) {
     const auto& src = c.operand("src");
     const auto& out = c.operand("out");
-    int64_t row = static_cast<int64_t>(c.param("row"));
     if (src.cols() != out.cols() || src.dtype != out.dtype)
       return "write_rows: src " + shape_str(src.shape) + " " + dtype_name(src.dtype) +
              " does not match out " + shape_str(out.shape) + " " + dtype_name(out.dtype) +
              "; expected the same columns and dtype";
-    if (row < 0 || row + src.rows() > out.rows())
-      return "write_rows: rows " + std::to_string(row) + ".." + std::to_string(row + src.rows()) +
-             " do not fit out " + shape_str(out.shape);
+    // Checked on the double, without forming row + rows: a huge row must neither overflow
+    // the sum nor be converted to an integer it does not fit.
+    double row = c.param("row");
+    int64_t last = out.rows() - src.rows();  // the last row src may start at
+    if (!(row >= 0) || src.rows() > out.rows() || row > static_cast<double>(last) ||
+        row != std::floor(row)) {
+      char r[32];
+      std::snprintf(r, sizeof r, "%.17g", row);
+      return "write_rows: row " + std::string(r) + " with " + std::to_string(src.rows()) +
+             " src rows does not fit out " + shape_str(out.shape) + "; expected 0 <= row <= " +
+             std::to_string(last < 0 ? 0 : last);
+    }
   }
   if (n == "argmax" && has("out") && c.operand("out").dtype != DType::i32)
     return "argmax: out must be an i32 var, found " + std::string(dtype_name(c.operand("out").dtype));
-  if (n == "rope_lut" && c.param("heads") < 1)
-    return "rope_lut: heads must be at least 1, found " +
-           std::to_string(static_cast<int64_t>(c.param("heads")));
+  if (n == "rope_lut" && !(c.param("heads") >= 1 && c.param("heads") <= double(1 << 30))) {
+    char h[32];  // printed as a double: it may not fit an integer
+    std::snprintf(h, sizeof h, "%.17g", c.param("heads"));
+    return "rope_lut: heads must be from 1 to 2^30, found " + std::string(h);
+  }
   if (n == "rope_lut" && has("out") &&
       c.operand("out").cols() % (2 * static_cast<int64_t>(c.param("heads"))))
     return "rope_lut: out needs heads * an even head_dim columns, found " +

@@ -2,6 +2,8 @@
 
 #include <cctype>
 
+#include "model/json_in.h"
+
 namespace bod {
 
 struct Expr::Node {
@@ -22,14 +24,27 @@ class Parser {
     auto n = sum();
     if (!n) return n;
     skip();
-    if (i_ != s_.size()) return fail("unexpected '" + std::string(1, s_[i_]) + "'");
+    if (i_ != s_.size()) return fail("unexpected '" + excerpt(s_.substr(i_, 1)) + "'");
     return n;
   }
 
  private:
   Error fail(const std::string& what) {
-    return Error{"",
-                 "bad expression '" + s_ + "': " + what + " at column " + std::to_string(i_ + 1)};
+    return Error{"", "bad expression '" + excerpt(s_) + "': " + what + " at column " +
+                         std::to_string(i_ + 1)};
+  }
+  // Parentheses and unary minus recurse: deeper nesting than kMaxExprDepth is refused
+  // before it can exhaust the stack.
+  struct Nest {
+    Parser& p;
+    explicit Nest(Parser& q) : p(q) { ++p.depth_; }
+    ~Nest() { --p.depth_; }
+  };
+  bool too_deep() const { return depth_ > kMaxExprDepth; }
+  Error deep() {
+    return fail("nested deeper than " + std::to_string(kMaxExprDepth) +
+                " levels of parentheses or unary minus; expected at most " +
+                std::to_string(kMaxExprDepth));
   }
   void skip() {
     while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
@@ -62,6 +77,8 @@ class Parser {
     skip();
     if (i_ < s_.size() && s_[i_] == '-') {
       ++i_;
+      Nest n(*this);
+      if (too_deep()) return deep();
       auto r = unary();
       if (!r) return r;
       return NodeP(new Expr::Node{'u', 0, "", r.value(), nullptr});
@@ -74,6 +91,8 @@ class Parser {
     char c = s_[i_];
     if (c == '(') {
       ++i_;
+      Nest nest(*this);
+      if (too_deep()) return deep();
       auto n = sum();
       if (!n) return n;
       skip();
@@ -95,10 +114,11 @@ class Parser {
         ++i_;
       return NodeP(new Expr::Node{'n', 0, s_.substr(b, i_ - b), nullptr, nullptr});
     }
-    return fail("unexpected '" + std::string(1, c) + "'");
+    return fail("unexpected '" + excerpt(std::string(1, c)) + "'");
   }
   const std::string& s_;
   size_t i_ = 0;
+  int depth_ = 0;
 };
 
 Result<int64_t> eval_node(const Expr::Node& n, const Env& env, const std::string& text) {
@@ -106,14 +126,14 @@ Result<int64_t> eval_node(const Expr::Node& n, const Env& env, const std::string
   if (n.op == 'n') {
     auto it = env.find(n.name);
     if (it == env.end())
-      return Error{"", "unknown name '" + n.name + "' in expression '" + text +
+      return Error{"", "unknown name '" + excerpt(n.name) + "' in expression '" + excerpt(text) +
                            "'; expected a dim, a kernel param or a loop variable in scope"};
     return it->second;
   }
   auto a = eval_node(*n.l, env, text);
   if (!a) return a;
   if (n.op == 'u') {
-    if (a.value() == INT64_MIN) return Error{"", "overflow in expression '" + text + "'"};
+    if (a.value() == INT64_MIN) return Error{"", "overflow in expression '" + excerpt(text) + "'"};
     return -a.value();
   }
   auto b = eval_node(*n.r, env, text);
@@ -132,7 +152,7 @@ Result<int64_t> eval_node(const Expr::Node& n, const Env& env, const std::string
       return r;
     case '/':
     case '%':
-      if (y == 0) return Error{"", "division by zero in expression '" + text + "'"};
+      if (y == 0) return Error{"", "division by zero in expression '" + excerpt(text) + "'"};
       if (x == INT64_MIN && y == -1) return overflow;
       return n.op == '/' ? x / y : x % y;
   }
@@ -149,6 +169,10 @@ void collect(const Expr::Node* n, std::vector<std::string>& out) {
 }  // namespace
 
 Result<Expr> Expr::parse(const std::string& text) {
+  // Long sums recurse once per term when evaluated: the length bounds that depth.
+  if (text.size() > kMaxExprLength)
+    return Error{"", "expression '" + excerpt(text) + "' is " + std::to_string(text.size()) +
+                         " characters long; expected at most " + std::to_string(kMaxExprLength)};
   auto r = Parser(text).parse();
   if (!r) return r.error();
   Expr e;
@@ -188,13 +212,13 @@ template <typename F>
 Result<std::string> walk_template(const std::string& t, F f) {
   std::string out;
   for (size_t i = 0; i < t.size(); ++i) {
-    if (t[i] == '}') return Error{"", "unbalanced '}' in template '" + t + "'"};
+    if (t[i] == '}') return Error{"", "unbalanced '}' in template '" + excerpt(t) + "'"};
     if (t[i] != '{') {
       out += t[i];
       continue;
     }
     size_t e = t.find('}', i);
-    if (e == std::string::npos) return Error{"", "unclosed '{' in template '" + t + "'"};
+    if (e == std::string::npos) return Error{"", "unclosed '{' in template '" + excerpt(t) + "'"};
     auto part = f(t.substr(i + 1, e - i - 1));
     if (!part) return part;
     out += part.value();

@@ -8,6 +8,13 @@
 
 #include "model/loader_internal.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
 namespace bod {
 
 namespace fs = std::filesystem;
@@ -48,6 +55,7 @@ int KernelDecl::local_index(const std::string& n) const {
 namespace {
 
 constexpr int64_t kMaxElements = int64_t(1) << 40;  // absurd-size guard, before any cap
+constexpr uint64_t kMaxModelFileBytes = uint64_t(64) << 20;  // model.json size cap (64 MiB)
 
 bool valid_name(const std::string& s) {
   if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
@@ -78,7 +86,7 @@ Result<Shape> eval_shape(const json& j, const std::string& path, const Env& dims
 Result<DType> get_dtype(const json& j, const std::string& path) {
   BOD_TRY(std::string s, get_string(j, path));
   auto d = parse_dtype(s);
-  if (!d) return bad(path, "unknown dtype '" + s + "'; expected one of bf16, f32, i32, i8");
+  if (!d) return bad(path, "unknown dtype '" + excerpt(s) + "'; expected one of bf16, f32, i32, i8");
   return *d;
 }
 
@@ -86,7 +94,7 @@ Status parse_dims(LoadCtx& c, const json& j, const std::string& path) {
   BOD_CHECK(require_object(j, path));
   for (auto it = j.begin(); it != j.end(); ++it) {
     std::string p = at(path, it.key());
-    if (!valid_name(it.key())) return bad(p, "bad dim name '" + it.key() + "'");
+    if (!valid_name(it.key())) return bad(p, "bad dim name '" + excerpt(it.key()) + "'");
     BOD_TRY(Expr e, get_expr(it.value(), p));
     auto v = e.eval(c.m.dims);
     if (!v) return bad(p, v.error().what);
@@ -119,7 +127,7 @@ Status parse_file_source(LoadCtx& c, TensorDecl& t, const json& j, const std::st
   }
   if (t.format != "bin" && t.format != "npy" && t.format != "safetensors")
     return bad(at(path, "format"),
-               "unknown file format '" + t.format + "'; expected bin, npy or safetensors");
+               "unknown file format '" + excerpt(t.format) + "'; expected bin, npy or safetensors");
   if (t.format == "safetensors" && t.key.empty()) t.key = t.name;
   fs::path p(t.file);
   if (p.is_relative()) p = fs::path(c.m.dir) / p;
@@ -132,9 +140,9 @@ Status parse_tensors(LoadCtx& c, const json& j, const std::string& path, bool is
   for (auto it = j.begin(); it != j.end(); ++it) {
     std::string p = at(path, it.key());
     const json& t = it.value();
-    if (!valid_name(it.key())) return bad(p, "bad name '" + it.key() + "'");
+    if (!valid_name(it.key())) return bad(p, "bad name '" + excerpt(it.key()) + "'");
     if (c.m.tensor(it.key()) || c.m.var(it.key()))
-      return bad(p, "'" + it.key() + "' is declared twice (tensors and vars share one namespace)");
+      return bad(p, "'" + excerpt(it.key()) + "' is declared twice (tensors and vars share one namespace)");
     BOD_CHECK(require_object(t, p));
     if (is_var) {
       BOD_CHECK(only_keys(t, p, {"dtype", "shape", "init", "doc"}));
@@ -182,7 +190,7 @@ Status parse_verify(LoadCtx& c, const json& j, const std::string& path) {
   for (auto it = o.begin(); it != o.end(); ++it) {
     std::string p = at(op, it.key());
     if (!c.m.var(it.key()))
-      return bad(p, "unknown var '" + it.key() + "'; verify outputs must name vars");
+      return bad(p, "unknown var '" + excerpt(it.key()) + "'; verify outputs must name vars");
     BOD_CHECK(require_object(it.value(), p));
     BOD_CHECK(only_keys(it.value(), p, {"cosine", "atol", "rtol"}));
     OutputTolerance t;
@@ -267,12 +275,39 @@ Result<InitSpec> parse_init(const json& j, const std::string& path) {
     BOD_CHECK(field("start", 0, s.a));
     BOD_CHECK(field("step", 1, s.b));
   } else {
-    return bad(p, "unknown init '" + it.key() + "'; expected normal, uniform, constant or range");
+    return bad(p, "unknown init '" + excerpt(it.key()) + "'; expected normal, uniform, constant or range");
   }
   return s;
 }
 
-Result<Model> parse_model(const std::string& text, const std::string& path) {
+// The byte where [ and { (outside strings) first nest deeper than `limit`, or npos. Checked
+// before parsing: nlohmann's parser and every recursive walk of the value would otherwise
+// follow a hostile nesting until the stack runs out.
+static size_t too_deep_at(const std::string& text, size_t limit) {
+  size_t depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char ch = text[i];
+    if (in_string) {
+      if (ch == '\\') ++i;
+      else if (ch == '"') in_string = false;
+    } else if (ch == '"') {
+      in_string = true;
+    } else if (ch == '[' || ch == '{') {
+      if (++depth > limit) return i;
+    } else if ((ch == ']' || ch == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return std::string::npos;
+}
+
+static Result<Model> parse_model_text(const std::string& text, const std::string& path) {
+  size_t deep = too_deep_at(text, kMaxJsonDepth);
+  if (deep != std::string::npos)
+    return Error{path, "JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels at " +
+                           line_col(text, deep) + "; expected at most " +
+                           std::to_string(kMaxJsonDepth) + " levels of [ and {"};
   json j;
   // Duplicate keys are refused (JSON would silently keep the last): track the open
   // containers to name the JSON pointer of the second occurrence.
@@ -306,6 +341,16 @@ Result<Model> parse_model(const std::string& text, const std::string& path) {
     auto pos = what.find("syntax error");
     std::string msg = pos == std::string::npos ? what : what.substr(pos);
     return Error{path, "malformed JSON at " + line_col(text, e.byte ? e.byte - 1 : 0) + ": " + msg};
+  } catch (const json::exception& e) {
+    // A number out of double's range (1e99999): nlohmann throws out_of_range.406. Name the
+    // value by the pointer of the containers open when it was read.
+    std::string where;
+    for (auto& f : open) where += "/" + (f.array ? std::to_string(f.index) : ptr_key(f.key));
+    std::string what = e.what();
+    auto pos = what.find("] ");
+    what = pos == std::string::npos ? what : what.substr(pos + 2);
+    return Error{where.empty() ? path : where,
+                 what + "; expected a number within the range of a double (about +-1.8e308)"};
   }
   if (!dup.empty())
     return Error{dup, "this key appears twice in one object; JSON keeps only the last one, so "
@@ -347,14 +392,48 @@ Result<Model> parse_model(const std::string& text, const std::string& path) {
   return m;
 }
 
+Result<Model> parse_model(const std::string& text, const std::string& path) {
+  auto m = parse_model_text(text, path);
+  if (!m) return safe_error(m.error());  // error lines quote the input: keep them printable
+  return m;
+}
+
 Result<Model> load_model(const std::string& path) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) return Error{path, "is a directory; expected a model.json file"};
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return Error{path, "cannot open model file (does it exist and is it readable?)"};
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return parse_model(ss.str(), path);
+  // A regular file only: /dev/zero would be read without end and a FIFO would block, so the
+  // file is opened without blocking and its type checked on the open descriptor before any
+  // read; its size is capped before it is read (docs/model-format.md §13).
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0)
+    return Error{path, std::string("cannot open model file: ") + std::strerror(errno) +
+                           " (does it exist and is it readable?)"};
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st;
+  if (::fstat(fd, &st) != 0)
+    return Error{path, std::string("cannot stat model file: ") + std::strerror(errno)};
+  if (S_ISDIR(st.st_mode)) return Error{path, "is a directory; expected a model.json file"};
+  if (!S_ISREG(st.st_mode))
+    return Error{path, "is not a regular file (a device, FIFO or socket); expected a model.json "
+                       "file"};
+  if (static_cast<uint64_t>(st.st_size) > kMaxModelFileBytes)
+    return Error{path, "model file is " + std::to_string(st.st_size) + " bytes; expected at most " +
+                           std::to_string(kMaxModelFileBytes) + " (64 MiB)"};
+  std::string text;
+  text.resize(static_cast<size_t>(st.st_size) + 1);  // one more: notice a file that grew
+  size_t got = 0;
+  while (got < text.size()) {
+    ssize_t n = ::read(fd, text.data() + got, text.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Error{path, std::string("cannot read model file: ") + std::strerror(errno)};
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  if (got > static_cast<size_t>(st.st_size))
+    return Error{path, "model file changed size while it was read; expected a file at rest"};
+  text.resize(got);
+  return parse_model(text, path);
 }
 
 }  // namespace bod

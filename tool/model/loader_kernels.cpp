@@ -19,7 +19,7 @@ Result<SlotDecl> parse_slot(const json& j, const std::string& path,
     auto t = parse_dtype(d);
     if (!t)
       return bad(at(path, "dtype"),
-                 "unknown dtype '" + d + "'; expected one of bf16, f32, i32, i8");
+                 "unknown dtype '" + excerpt(d) + "'; expected one of bf16, f32, i32, i8");
     s.dtype = *t;
   }
   if (!j.contains("shape")) return bad(path, "missing field 'shape'");
@@ -66,10 +66,10 @@ Status parse_op_fields(const json& j, const std::string& path, const OpInfo& inf
   }
   for (auto& o : info.operands)
     if (o.required && !operands.count(o.role))
-      return bad(path, std::string("op ") + info.name + " needs operand '" + o.role + "'");
+      return bad(path, std::string("op ") + info.name + " needs operand '" + excerpt(o.role) + "'");
   for (auto& pr : info.params)
     if (pr.required && !params.count(pr.name))
-      return bad(path, std::string("op ") + info.name + " needs param '" + pr.name + "'");
+      return bad(path, std::string("op ") + info.name + " needs param '" + excerpt(pr.name) + "'");
   return ok_status();
 }
 
@@ -84,7 +84,7 @@ Status parse_operand(const std::string& text, const std::string& path,
   name = text.substr(0, open);
   if (open == std::string::npos) return ok_status();
   if (text.back() != ']' || text.find('[', open + 1) != std::string::npos)
-    return bad(path, "bad operand '" + text + "'; expected slot, slot[r], slot[a:b] or slot[a:b:k]");
+    return bad(path, "bad operand '" + excerpt(text) + "'; expected slot, slot[r], slot[a:b] or slot[a:b:k]");
   std::string inner = text.substr(open + 1, text.size() - open - 2);
   std::vector<std::string> parts{""};
   for (char ch : inner) {
@@ -92,7 +92,7 @@ Status parse_operand(const std::string& text, const std::string& path,
     else parts.back() += ch;
   }
   if (parts.size() > 3 || (parts.size() == 1 && parts[0].empty()))
-    return bad(path, "bad row range in '" + text + "'; expected [r], [a:b] or [a:b:k]");
+    return bad(path, "bad row range in '" + excerpt(text) + "'; expected [r], [a:b] or [a:b:k]");
   RowRange r;
   r.text = text.substr(open);
   r.single = parts.size() == 1;
@@ -149,7 +149,7 @@ Status parse_kernel(LoadCtx& c, KernelDecl& k, const json& j, const std::string&
     for (size_t i = 0; i < j["params"].size(); ++i) {
       BOD_TRY(std::string n, get_string(j["params"][i], at(at(path, "params"), i)));
       if (c.m.dims.count(n))
-        return bad(at(at(path, "params"), i), "kernel param '" + n + "' hides the dim of that name");
+        return bad(at(at(path, "params"), i), "kernel param '" + excerpt(n) + "' hides the dim of that name");
       k.params.push_back(n);
       scope.push_back(n);
     }
@@ -161,7 +161,7 @@ Status parse_kernel(LoadCtx& c, KernelDecl& k, const json& j, const std::string&
     std::string sp = at(at(path, "slots"), i);
     BOD_TRY(SlotDecl s, parse_slot(j["slots"][i], sp, scope));
     if (k.slot_index(s.name) >= 0)
-      return bad(at(sp, "name"), "duplicate slot name '" + s.name + "'");
+      return bad(at(sp, "name"), "duplicate slot name '" + excerpt(s.name) + "'");
     k.slots.push_back(std::move(s));
   }
   if (j.contains("locals")) {
@@ -170,7 +170,7 @@ Status parse_kernel(LoadCtx& c, KernelDecl& k, const json& j, const std::string&
       std::string lp = at(at(path, "locals"), i);
       BOD_TRY(SlotDecl s, parse_slot(j["locals"][i], lp, scope));
       if (k.slot_index(s.name) >= 0 || k.local_index(s.name) >= 0)
-        return bad(at(lp, "name"), "duplicate name '" + s.name + "' (slots and locals share names)");
+        return bad(at(lp, "name"), "duplicate name '" + excerpt(s.name) + "' (slots and locals share names)");
       k.locals.push_back(std::move(s));
     }
   }
@@ -186,14 +186,14 @@ Status parse_kernel(LoadCtx& c, KernelDecl& k, const json& j, const std::string&
     d.info = find_op(name);
     d.path = op_path;
     if (!d.info)
-      return bad(at(op_path, "op"), "unknown op '" + name + "'; expected one of " + op_names());
+      return bad(at(op_path, "op"), "unknown op '" + excerpt(name) + "'; expected one of " + op_names());
     BOD_CHECK(parse_op_fields(o, op_path, *d.info, scope, d.params, d.operands));
     for (auto& [role, slot] : d.operands) {
       std::optional<RowRange> rows;
       std::string name;
       BOD_CHECK(parse_operand(slot, at(op_path, role), scope, name, rows));
       if (k.slot_index(name) < 0 && k.local_index(name) < 0)
-        return bad(at(op_path, role), "unknown slot '" + name + "' in kernel " + k.name);
+        return bad(at(op_path, role), "unknown slot '" + excerpt(name) + "' in kernel " + k.name);
       if (rows) d.rows[role] = *rows;
       slot = name;
     }

@@ -20,7 +20,7 @@ Result<Binding> parse_binding(const LoadCtx& c, const json& j, const std::string
       if (as == "empty") b.placeholder = Binding::Placeholder::empty;
       else if (as == "broadcast") b.placeholder = Binding::Placeholder::broadcast;
       else if (as != "zeros")
-        return bad(at(path, "as"), "unknown placeholder kind '" + as +
+        return bad(at(path, "as"), "unknown placeholder kind '" + excerpt(as) +
                                        "'; expected zeros, empty (np.empty(0)) or broadcast "
                                        "(np.broadcast_to)");
     }
@@ -33,20 +33,20 @@ Result<Binding> parse_binding(const LoadCtx& c, const json& j, const std::string
   b.name = text.substr(0, lb);
   while (lb != std::string::npos) {
     size_t rb = text.find(']', lb);
-    if (rb == std::string::npos) return bad(path, "missing ']' in '" + text + "'");
+    if (rb == std::string::npos) return bad(path, "missing ']' in '" + excerpt(text) + "'");
     std::string inner = text.substr(lb + 1, rb - lb - 1);
     auto colon = inner.find(':');
     if (b.row_stop)
-      return bad(path, "a row range must be the last index in '" + text + "'");
+      return bad(path, "a row range must be the last index in '" + excerpt(text) + "'");
     std::vector<std::string> parts{inner.substr(0, colon)};
     if (colon != std::string::npos) {
       parts.push_back(inner.substr(colon + 1));
       if (parts[1].find(':') != std::string::npos)
-        return bad(path, "strided range in '" + text + "': a host array passed with a step is "
+        return bad(path, "strided range in '" + excerpt(text) + "': a host array passed with a step is "
                          "not C-contiguous (the real engine refuses to write it); ranges are "
                          "[a:b]");
       if (parts[0].empty() || parts[1].empty())
-        return bad(path, "row range in '" + text + "' needs both ends: [a:b]");
+        return bad(path, "row range in '" + excerpt(text) + "' needs both ends: [a:b]");
     }
     std::vector<Expr> es;
     for (auto& part : parts) {
@@ -54,7 +54,7 @@ Result<Binding> parse_binding(const LoadCtx& c, const json& j, const std::string
       if (!e) return bad(path, e.error().what);
       for (auto& n : e->names())
         if (std::find(scope.begin(), scope.end(), n) == scope.end())
-          return bad(path, "unknown name '" + n + "' in '" + text +
+          return bad(path, "unknown name '" + excerpt(n) + "' in '" + excerpt(text) +
                                "'; expected a dim or a loop variable in scope");
       es.push_back(e.value());
     }
@@ -66,7 +66,7 @@ Result<Binding> parse_binding(const LoadCtx& c, const json& j, const std::string
     }
     lb = rb + 1 < text.size() ? rb + 1 : std::string::npos;
     if (lb != std::string::npos && text[lb] != '[')
-      return bad(path, "unexpected '" + text.substr(lb) + "' after index in '" + text + "'");
+      return bad(path, "unexpected '" + excerpt(text.substr(lb)) + "' after index in '" + excerpt(text) + "'");
   }
   const Shape* shape = nullptr;
   if (auto* t = c.m.tensor(b.name)) {
@@ -75,16 +75,16 @@ Result<Binding> parse_binding(const LoadCtx& c, const json& j, const std::string
   } else if (auto* v = c.m.var(b.name)) {
     shape = &v->shape;
     if (b.kind == Binding::Kind::placeholder)
-      return bad(path, "a placeholder stands in for a tensor; '" + b.name + "' is a var");
+      return bad(path, "a placeholder stands in for a tensor; '" + excerpt(b.name) + "' is a var");
     b.kind = Binding::Kind::var;
   } else {
-    return bad(path, "unknown tensor or var '" + b.name + "'");
+    return bad(path, "unknown tensor or var '" + excerpt(b.name) + "'");
   }
   if (b.row_stop && b.index.size() >= shape->size())
-    return bad(path, "'" + text + "' has no dimension left for its row range; " + b.name + " is " +
+    return bad(path, "'" + excerpt(text) + "' has no dimension left for its row range; " + b.name + " is " +
                          shape_str(*shape));
   if (b.index.size() >= shape->size() && !b.index.empty())
-    return bad(path, "'" + text + "' has " + std::to_string(b.index.size()) + " indices but " +
+    return bad(path, "'" + excerpt(text) + "' has " + std::to_string(b.index.size()) + " indices but " +
                          b.name + " is " + shape_str(*shape) +
                          "; expected fewer indices than dims");
   return b;
@@ -92,8 +92,12 @@ Result<Binding> parse_binding(const LoadCtx& c, const json& j, const std::string
 
 namespace {
 
+// Loops nest by recursion here and in expansion: deeper nesting is refused.
+constexpr int kMaxLoopDepth = 32;
+
 struct Scope {
   std::vector<std::string> names;
+  int loops = 0;  // loops open around the steps being read
 };
 
 Status parse_steps(LoadCtx& c, const json& j, const std::string& path, Scope& s,
@@ -110,7 +114,7 @@ Result<SlotRef> parse_slot_ref(const KernelDecl& k, const json& j, const std::st
   if (!j.is_string()) return expected(path, "a slot index or slot name", j);
   r.index = k.slot_index(j.get<std::string>());
   if (r.index < 0)
-    return bad(path, "unknown slot '" + j.get<std::string>() + "' in kernel " + k.name);
+    return bad(path, "unknown slot '" + excerpt(j.get<std::string>()) + "' in kernel " + excerpt(k.name));
   return r;
 }
 
@@ -130,7 +134,7 @@ Status check_template(const std::string& t, const std::string& path, const Scope
   if (!names) return bad(path, names.error().what);
   for (auto& n : names.value())
     if (std::find(s.names.begin(), s.names.end(), n) == s.names.end())
-      return bad(path, "unknown name '" + n + "' in template '" + t +
+      return bad(path, "unknown name '" + excerpt(n) + "' in template '" + excerpt(t) +
                            "'; expected a dim or a loop variable in scope");
   return ok_status();
 }
@@ -144,7 +148,7 @@ Status parse_keep(LoadCtx& c, const json& keep, const std::string& kp, const Sco
     std::string ep = at(kp, it.key());
     OutputDecl o;
     o.slot = k.slot_index(it.key());
-    if (o.slot < 0) return bad(ep, "unknown slot '" + it.key() + "' in kernel " + kn);
+    if (o.slot < 0) return bad(ep, "unknown slot '" + excerpt(it.key()) + "' in kernel " + excerpt(kn));
     const json* target = &it.value();
     if (it.value().is_object()) {
       BOD_CHECK(only_keys(it.value(), ep, {"to", "as"}));
@@ -153,14 +157,14 @@ Status parse_keep(LoadCtx& c, const json& keep, const std::string& kp, const Sco
       if (it.value().contains("as")) {
         BOD_TRY(std::string as, get_string(it.value()["as"], at(ep, "as")));
         if (as != "view" && as != "copy")
-          return bad(at(ep, "as"), "expected \"view\" or \"copy\", found \"" + as + "\"");
+          return bad(at(ep, "as"), "expected \"view\" or \"copy\", found \"" + excerpt(as) + "\"");
         o.view = as == "view";
       }
       ep = at(ep, "to");
     }
     BOD_TRY(o.target, parse_binding(c, *target, ep, s.names));
     if (o.target.kind != Binding::Kind::var)
-      return bad(ep, "outputs are kept in vars; '" + o.target.name + "' is not a var");
+      return bad(ep, "outputs are kept in vars; '" + excerpt(o.target.name) + "' is not a var");
     d.keep.push_back(std::move(o));
   }
   return ok_status();
@@ -176,14 +180,16 @@ Result<CallDecl> parse_call(LoadCtx& c, const json& j, const std::string& path, 
   d.path = path;
   BOD_TRY(std::string kn, get_string(j["call"], at(path, "call")));
   d.kernel = c.m.kernel_index(kn);
-  if (d.kernel < 0) return bad(at(path, "call"), "unknown kernel '" + kn + "'");
+  if (d.kernel < 0) return bad(at(path, "call"), "unknown kernel '" + excerpt(kn) + "'");
   const KernelDecl& k = c.m.kernels[d.kernel];
   if (j.contains("args")) {
     std::string ap = at(path, "args");
     BOD_CHECK(require_object(j["args"], ap));
     for (auto it = j["args"].begin(); it != j["args"].end(); ++it) {
       int slot = k.slot_index(it.key());
-      if (slot < 0) return bad(at(ap, it.key()), "unknown slot '" + it.key() + "' in kernel " + kn);
+      if (slot < 0)
+        return bad(at(ap, it.key()),
+                   "unknown slot '" + excerpt(it.key()) + "' in kernel " + excerpt(kn));
       BOD_TRY(d.args[slot], parse_binding(c, it.value(), at(ap, it.key()), s.names));
     }
   }
@@ -192,12 +198,12 @@ Result<CallDecl> parse_call(LoadCtx& c, const json& j, const std::string& path, 
     BOD_CHECK(require_object(j["params"], pp));
     for (auto it = j["params"].begin(); it != j["params"].end(); ++it) {
       if (std::find(k.params.begin(), k.params.end(), it.key()) == k.params.end())
-        return bad(at(pp, it.key()), "kernel " + kn + " has no param '" + it.key() + "'");
+        return bad(at(pp, it.key()), "kernel " + excerpt(kn) + " has no param '" + excerpt(it.key()) + "'");
       BOD_TRY(d.params[it.key()], get_scoped_expr(it.value(), at(pp, it.key()), s.names));
     }
   }
   for (auto& p : k.params)
-    if (!d.params.count(p)) return bad(path, "missing value for kernel param '" + p + "' of " + kn);
+    if (!d.params.count(p)) return bad(path, "missing value for kernel param '" + p + "' of " + excerpt(kn));
   if (j.contains("static_input_indices")) {
     BOD_TRY(d.static_inputs,
             parse_slot_list(k, j["static_input_indices"], at(path, "static_input_indices")));
@@ -226,7 +232,8 @@ Result<CallDecl> parse_call(LoadCtx& c, const json& j, const std::string& path, 
       std::string key = it.key();
       bool digits = !key.empty() && std::all_of(key.begin(), key.end(), ::isdigit);
       int slot = digits ? std::stoi(key.substr(0, 7)) : k.slot_index(key);
-      if (slot < 0) return bad(at(ap, key), "unknown slot '" + key + "' in kernel " + kn);
+      if (slot < 0)
+        return bad(at(ap, key), "unknown slot '" + excerpt(key) + "' in kernel " + excerpt(kn));
       BOD_TRY(std::string pool, get_string(it.value(), at(ap, key)));
       BOD_CHECK(check_template(pool, at(ap, key), s));
       d.shared_alias[slot] = pool;
@@ -243,7 +250,7 @@ Result<HostDecl> parse_host(LoadCtx& c, const json& j, const std::string& path, 
   h.op = find_op(h.action);
   if (!h.op) h.op = find_host_action(h.action);
   if (!h.op)
-    return bad(at(path, "host"), "unknown host step '" + h.action + "'; expected one of " +
+    return bad(at(path, "host"), "unknown host step '" + excerpt(h.action) + "'; expected one of " +
                                      host_action_names() + ", " + op_names());
   std::map<std::string, std::string> operands;
   BOD_CHECK(parse_op_fields(j, path, *h.op, s.names, h.params, operands));
@@ -253,18 +260,21 @@ Result<HostDecl> parse_host(LoadCtx& c, const json& j, const std::string& path, 
     for (auto& o : h.op->operands)
       if (o.role == role) writes = o.access == Access::write;
     if (writes && h.operands[role].kind != Binding::Kind::var)
-      return bad(at(path, role), "host steps write vars only; '" + text + "' is a tensor");
+      return bad(at(path, role), "host steps write vars only; '" + excerpt(text) + "' is a tensor");
   }
   return h;
 }
 
 Result<LoopDecl> parse_loop(LoadCtx& c, const json& j, const std::string& path, Scope& s) {
   BOD_CHECK(only_keys(j, path, {"loop", "range", "steps", "doc"}));
+  if (s.loops >= kMaxLoopDepth)
+    return bad(path, "loops nested deeper than " + std::to_string(kMaxLoopDepth) +
+                         " levels; expected at most " + std::to_string(kMaxLoopDepth));
   LoopDecl l;
   l.path = path;
   BOD_TRY(l.var, get_string(j["loop"], at(path, "loop")));
   if (std::find(s.names.begin(), s.names.end(), l.var) != s.names.end())
-    return bad(at(path, "loop"), "loop variable '" + l.var + "' shadows a dim or outer variable");
+    return bad(at(path, "loop"), "loop variable '" + excerpt(l.var) + "' shadows a dim or outer variable");
   if (!j.contains("range")) return bad(path, "missing field 'range' (a count or [begin, end])");
   std::string rp = at(path, "range");
   if (j["range"].is_array()) {
@@ -277,7 +287,9 @@ Result<LoopDecl> parse_loop(LoadCtx& c, const json& j, const std::string& path, 
   }
   if (!j.contains("steps")) return bad(path, "missing field 'steps'");
   s.names.push_back(l.var);
+  ++s.loops;
   Status st = parse_steps(c, j["steps"], at(path, "steps"), s, l.steps);
+  --s.loops;
   s.names.pop_back();
   if (!st) return st.error();
   return l;
@@ -334,7 +346,7 @@ Status parse_program(LoadCtx& c, const json& j, const std::string& path) {
     if (ph.contains("var")) {
       BOD_TRY(d.token_var, get_string(ph["var"], at(p, "var")));
       if (c.m.dims.count(d.token_var))
-        return bad(at(p, "var"), "token variable '" + d.token_var + "' hides the dim of that name");
+        return bad(at(p, "var"), "token variable '" + excerpt(d.token_var) + "' hides the dim of that name");
       s.names.push_back(d.token_var);
     }
     if (!ph.contains("steps")) return bad(p, "missing field 'steps'");

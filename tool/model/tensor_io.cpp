@@ -57,14 +57,16 @@ class InFile {
   InFile(const InFile&) = delete;
   InFile& operator=(const InFile&) = delete;
 
+  // O_NONBLOCK: opening a FIFO returns at once (and is then refused); the type is checked on
+  // the opened file, so it cannot be swapped between the check and the reads.
   Status open() {
     struct stat st;
-    if (::stat(path_.c_str(), &st) != 0) return fail(path_, "cannot open: " + errno_str());
-    if (S_ISDIR(st.st_mode)) return fail(path_, "is a directory, expected a tensor file");
-    if (!S_ISREG(st.st_mode)) return fail(path_, "is not a regular file, expected a tensor file");
-    fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd_ < 0) return fail(path_, "cannot open: " + errno_str());
     if (::fstat(fd_, &st) != 0) return fail(path_, "cannot stat: " + errno_str());
+    if (S_ISDIR(st.st_mode)) return fail(path_, "is a directory, expected a tensor file");
+    if (!S_ISREG(st.st_mode))
+      return fail(path_, "is not a regular file (a device, FIFO or socket), expected a tensor file");
     size_ = static_cast<uint64_t>(st.st_size);
     return ok_status();
   }
@@ -144,6 +146,7 @@ Status load_bin(const InFile& f, const std::string& path, DType dtype, const Sha
                 uint8_t* dst) {
   uint64_t want = static_cast<uint64_t>(numel(shape)) * dtype_size(dtype);
   if (auto e = check_data_size(path, f.size(), want, desc(shape, dtype))) return *e;
+  if (!dst) return ok_status();  // validation only
   return f.read(0, dst, want);
 }
 
@@ -303,6 +306,7 @@ Status load_npy(const InFile& f, const std::string& path, DType dtype, const Sha
   if (auto e = check_data_size(path, f.size() - start, want,
                                "npy data for shape " + shape_str(shape) + " '" + h.descr + "'"))
     return *e;
+  if (!dst) return ok_status();  // validation only
   return read_elements(f, start, *src, dtype, numel(shape), dst);
 }
 
@@ -406,6 +410,7 @@ Status load_safetensors(const InFile& f, const std::string& path, const std::str
   if (en > data_len)
     return fail(path, "truncated: " + k + " data_offsets " + span + " end beyond the " +
                           std::to_string(data_len) + " data bytes in the file");
+  if (!dst) return ok_status();  // validation only
   return read_elements(f, 8 + hlen + b, *src, dtype, numel(shape), dst);
 }
 
@@ -452,8 +457,11 @@ Status write_file(const std::string& path, const std::string& head, const uint8_
 
 }  // namespace
 
-Status load_tensor_file(const std::string& path, const std::string& format, const std::string& key,
-                        DType dtype, const Shape& shape, uint8_t* dst) {
+namespace {
+
+// Loads into dst, or with dst == nullptr only checks the file (size, header, dtype, shape).
+Status load_or_check(const std::string& path, const std::string& format, const std::string& key,
+                     DType dtype, const Shape& shape, uint8_t* dst, bool size_first) {
   try {
     if (!safe_bytes(shape, dtype_size(dtype)))
       return fail(path, "expected shape " + shape_str(shape) + " is negative or too large");
@@ -462,6 +470,14 @@ Status load_tensor_file(const std::string& path, const std::string& format, cons
                   "unknown tensor file format '" + format + "', expected bin, npy or safetensors");
     InFile f(path);
     if (auto st = f.open(); !st) return st;
+    // The declared data must fit in the file whatever its header says (f32 data loaded as
+    // bf16 only needs more): checked on the file's size, before the caller allocates.
+    uint64_t declared = *safe_bytes(shape, dtype_size(dtype));
+    if (size_first && f.size() < declared)
+      return fail(path, "truncated: declared as shape " + shape_str(shape) + " " + dtype_name(dtype) + " = " +
+                            std::to_string(declared) + " bytes, but the file holds only " +
+                            std::to_string(f.size()) +
+                            " bytes; expected a file with the whole tensor");
     if (format == "bin") return load_bin(f, path, dtype, shape, dst);
     if (format == "npy") return load_npy(f, path, dtype, shape, dst);
     return load_safetensors(f, path, key, dtype, shape, dst);
@@ -470,6 +486,18 @@ Status load_tensor_file(const std::string& path, const std::string& format, cons
   } catch (const std::exception& e) {
     return fail(path, std::string("unexpected error while reading the tensor file: ") + e.what());
   }
+}
+
+}  // namespace
+
+Status load_tensor_file(const std::string& path, const std::string& format, const std::string& key,
+                        DType dtype, const Shape& shape, uint8_t* dst) {
+  return load_or_check(path, format, key, dtype, shape, dst, false);
+}
+
+Status check_tensor_file(const std::string& path, const std::string& format,
+                         const std::string& key, DType dtype, const Shape& shape) {
+  return load_or_check(path, format, key, dtype, shape, nullptr, true);
 }
 
 Status save_bin(const std::string& path, const uint8_t* bytes, size_t n) {

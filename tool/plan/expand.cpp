@@ -83,10 +83,12 @@ class Expander {
       Env env = m_.dims;
       BOD_TRY(int64_t reps, eval(ph.repeat, env, ph.path + "/repeat"));
       if (reps < 0) return Error{ph.path + "/repeat", "expected a count >= 0"};
+      if (!expands(ph.steps)) continue;  // nothing to repeat: costs nothing
+      BOD_CHECK(check_count(static_cast<uint64_t>(reps), ph.path + "/repeat"));
       for (int64_t t = 0; t < reps; ++t) {
         Where w{ph.name, ph.token_var.empty() ? -1 : t, -1, ph.path};
         if (!ph.token_var.empty()) env[ph.token_var] = t;
-        BOD_CHECK(steps(ph.steps, env, w));
+        BOD_CHECK(iteration(ph.steps, env, w, ph.path + "/repeat"));
       }
     }
     BOD_CHECK(check_bodies());
@@ -112,7 +114,8 @@ class Expander {
     if (b.row_stop) {
       BOD_TRY(a.row0, eval(*b.row_start, env, path));
       BOD_TRY(int64_t stop, eval(*b.row_stop, env, path));
-      a.nrows = stop - a.row0;
+      if (__builtin_sub_overflow(stop, a.row0, &a.nrows))
+        return Error{path, "overflow in row range of '" + b.text + "'"};
       a.text += "[" + std::to_string(a.row0) + ":" + std::to_string(stop) + "]";
       if (a.nrows < 1)
         return Error{path, "row range [" + std::to_string(a.row0) + ":" + std::to_string(stop) +
@@ -138,13 +141,46 @@ class Expander {
     return ok_status();
   }
 
+  // Whether steps can add anything to the plan (a call or host step, at any loop depth).
+  static bool expands(const std::vector<StepDecl>& ss) {
+    for (auto& s : ss) {
+      auto* l = std::get_if<LoopDecl>(&s);
+      if (!l || expands(l->steps)) return true;
+    }
+    return false;
+  }
+
+  // A loop's count is bounded by the steps limit before it runs: every iteration of a body
+  // that expands adds a step, unless its inner loops are empty (counted by iteration()).
+  Status check_count(uint64_t n, const std::string& path) {
+    if (n > opt_.max_steps)
+      return Error{path, "the loop runs " + std::to_string(n) + " times; the program may expand "
+                         "to at most " + std::to_string(opt_.max_steps) +
+                         " steps, expected a smaller count"};
+    return ok_status();
+  }
+
+  // One iteration of a loop body; iterations that add no step are counted and bounded by
+  // the steps limit too, so nested loops over empty ranges cannot spin.
+  Status iteration(const std::vector<StepDecl>& ss, Env& env, const Where& w,
+                   const std::string& path) {
+    size_t before = plan_.order.size();
+    BOD_CHECK(steps(ss, env, w));
+    if (plan_.order.size() == before && ++idle_ > opt_.max_steps)
+      return Error{path, "the program's loops run more than " + std::to_string(opt_.max_steps) +
+                             " iterations that expand to no step; expected smaller counts"};
+    return ok_status();
+  }
+
   Status loop(const LoopDecl& l, Env& env, Where w) {
     BOD_TRY(int64_t b, eval(l.begin, env, l.path + "/range"));
     BOD_TRY(int64_t e, eval(l.end, env, l.path + "/range"));
+    if (e <= b || !expands(l.steps)) return ok_status();  // an empty body costs nothing
+    BOD_CHECK(check_count(static_cast<uint64_t>(e) - static_cast<uint64_t>(b), l.path + "/range"));
     for (int64_t i = b; i < e; ++i) {
       env[l.var] = i;
       if (l.var == m_.layer_var) w.layer = i;
-      Status st = steps(l.steps, env, w);
+      Status st = iteration(l.steps, env, w, l.path + "/range");
       if (!st) {
         env.erase(l.var);
         return st;
@@ -234,6 +270,7 @@ class Expander {
                              "; expected the same size"};
       c.keep.push_back({o.slot, t, o.view});
     }
+    BOD_CHECK(account(meta_bytes(c), d.path));
     plan_.order.push_back({true, plan_.calls.size()});
     plan_.calls.push_back(std::move(c));
     return ok_status();
@@ -339,6 +376,7 @@ class Expander {
     oc.params = h.params;
     std::string msg = find_op(d.action) ? check_op_shapes(oc) : check_host_action(oc);
     if (!msg.empty()) return Error{d.path, msg};
+    BOD_CHECK(account(meta_bytes(h), d.path));
     plan_.order.push_back({false, plan_.hosts.size()});
     plan_.hosts.push_back(std::move(h));
     return ok_status();
@@ -374,9 +412,7 @@ class Expander {
   // Peak bytes of a check run on the CPU device: host tensors and vars, plus every BO of the
   // reuse engine (host mapping + device copy), plus the largest single no-reuse call.
   Status estimate() {
-    size_t host = 0;
-    for (auto& t : m_.tensors) host += static_cast<size_t>(numel(t.shape)) * dtype_size(t.dtype);
-    for (auto& v : m_.vars) host += 2 * static_cast<size_t>(numel(v.shape)) * dtype_size(v.dtype);
+    size_t host = host_bytes();
     std::map<decltype(Placement{}.identity()), size_t> pools;
     size_t noreuse = 0;
     for (auto& c : plan_.calls) {
@@ -391,11 +427,82 @@ class Expander {
     size_t dev = 0;
     for (auto& [k, b] : pools) dev += b;
     // + the CPU device's spare buffers kept between no-reuse calls (at most 1 GiB).
-    plan_.estimated_bytes = host + 2 * dev + 4 * noreuse + std::min(2 * noreuse, size_t(1) << 30);
+    size_t buffers = host + 2 * dev + 4 * noreuse + std::min(2 * noreuse, size_t(1) << 30);
+    plan_.estimated_bytes = buffers + meta_total();
     if (plan_.estimated_bytes > opt_.max_bytes)
-      return Error{"/program", "the plan needs about " + gib(plan_.estimated_bytes) +
-                                   " of buffers, over the memory cap of " + gib(opt_.max_bytes) +
-                                   "; shrink the model or raise --max-memory"};
+      return Error{"/program", "the plan needs about " + gib(plan_.estimated_bytes) + " (" +
+                                   gib(buffers) + " of buffers, " + gib(meta_total()) +
+                                   " of plan metadata), over the memory cap of " +
+                                   gib(opt_.max_bytes) + "; shrink the model or raise --max-memory"};
+    return ok_status();
+  }
+
+  // Bytes of the model's tensors and vars (vars twice: the store and its snapshot).
+  size_t host_bytes() const {
+    size_t host = 0;
+    for (auto& t : m_.tensors) host += static_cast<size_t>(numel(t.shape)) * dtype_size(t.dtype);
+    for (auto& v : m_.vars) host += 2 * static_cast<size_t>(numel(v.shape)) * dtype_size(v.dtype);
+    return host;
+  }
+
+  // ---- plan metadata: the memory of the plan itself, counted against --max-memory as the
+  // expansion goes, so a small model whose loops unroll to millions of steps is refused before
+  // it exhausts memory. Estimates of heap bytes (node and string overheads included).
+  static constexpr size_t kNode = 48;  // a std::map node's overhead besides its value
+  static size_t str(const std::string& s) { return s.capacity() > 15 ? s.capacity() + 1 : 0; }
+  template <typename T>
+  static size_t vec(const std::vector<T>& v) { return v.capacity() * sizeof(T); }
+  static size_t bound(const BoundArray& a) { return str(a.name) + str(a.text) + vec(a.index); }
+  static size_t refs(const std::vector<SlotRef>& v) {
+    size_t n = vec(v);
+    for (auto& r : v) n += str(r.path);
+    return n;
+  }
+  static size_t where(const Where& w) { return str(w.phase) + str(w.path); }
+  static size_t meta_bytes(const PlanCall& c) {
+    size_t n = where(c.where) + vec(c.slot_shapes) + vec(c.slot_bytes) + vec(c.args) +
+               refs(c.statics) + refs(c.inters) + refs(c.outputs) + str(c.bo_key) +
+               str(c.bo_key_template) + vec(c.keep) + str(c.cache) + str(c.raises) + vec(c.place);
+    for (auto& [k, v] : c.env) n += kNode + sizeof(std::pair<const std::string, int64_t>) + str(k);
+    for (auto& sh : c.slot_shapes) n += vec(sh);
+    for (auto& a : c.args) n += bound(a);
+    for (auto& [k, v] : c.alias) n += kNode + sizeof(std::pair<const int, std::string>) + str(v);
+    for (auto& k : c.keep) n += bound(k.target);
+    for (auto& p : c.place) n += str(p.ns) + str(p.name);
+    return n;
+  }
+  static size_t meta_bytes(const PlanHost& h) {
+    size_t n = where(h.where) +
+               h.params.size() * (kNode + sizeof(std::pair<const std::string, double>));
+    for (auto& [k, a] : h.operands)
+      n += kNode + sizeof(std::pair<const std::string, BoundArray>) + str(k) + bound(a);
+    for (auto& [k, v] : h.params) n += str(k);
+    return n;
+  }
+  // The plan's metadata now: the objects' own heap, plus the vectors holding them (at the
+  // capacity they will have after the next push).
+  size_t meta_total() const {
+    auto next = [](size_t size, size_t cap) { return size < cap ? cap : std::max<size_t>(1, 2 * cap); };
+    return meta_ + next(plan_.calls.size(), plan_.calls.capacity()) * sizeof(PlanCall) +
+           next(plan_.hosts.size(), plan_.hosts.capacity()) * sizeof(PlanHost) +
+           next(plan_.order.size(), plan_.order.capacity()) * sizeof(PlanStep);
+  }
+  // Counts one more step's metadata; refuses when metadata and the model's own tensors (the
+  // buffers known before the plan is complete) pass the memory cap.
+  Status account(size_t bytes, const std::string& path) {
+    if (host_ > opt_.max_bytes)  // the model's own tensors are over: no step needed to say so
+      return Error{"/program", "the plan needs about " + gib(host_) + " of buffers for the "
+                               "model's tensors and vars alone, over the memory cap of " +
+                               gib(opt_.max_bytes) + "; shrink the model or raise --max-memory"};
+    meta_ += bytes;
+    size_t total = meta_total() + host_;
+    if (total > opt_.max_bytes)
+      return Error{"/program", "the plan's metadata reaches about " + gib(meta_total()) +
+                             " at step " + std::to_string(plan_.order.size() + 1) + " (" + path +
+                             "; " + gib(total) +
+                             " with the model's tensors), over the memory cap of " +
+                             gib(opt_.max_bytes) +
+                             "; expected fewer steps (smaller loop counts) or raise --max-memory"};
     return ok_status();
   }
 
@@ -412,6 +519,9 @@ class Expander {
 
   const Model& m_;
   ExpandOptions opt_;
+  size_t idle_ = 0;  // loop iterations that added no step
+  size_t meta_ = 0;  // heap bytes of the plan's calls and host steps so far
+  size_t host_ = host_bytes();  // the model's tensors and vars
   Plan plan_;
   // (cache, bo_key) -> (first call, its BO list)
   std::map<std::pair<std::string, std::string>, std::pair<int, std::vector<Placement>>> keys_;

@@ -6,15 +6,22 @@
 namespace bod {
 
 namespace {
+Error named(const TensorDecl& t, const Error& e) {
+  return Error{e.where, e.what + " (tensor " + t.name + " at " + t.path + ")", e.code};
+}
+
 Status load_one(const Model& m, const TensorDecl& t, std::vector<uint8_t>& out) {
+  if (!t.init) {  // the file's size and header first: a tiny file cannot make us allocate
+    auto st = check_tensor_file(t.file, t.format, t.key, t.dtype, t.shape);
+    if (!st) return named(t, st.error());
+  }
   out.assign(static_cast<size_t>(numel(t.shape)) * dtype_size(t.dtype), 0);
   if (t.init) {
     fill_tensor(out.data(), t.dtype, numel(t.shape), *t.init, m.seed, t.name);
     return ok_status();
   }
   auto st = load_tensor_file(t.file, t.format, t.key, t.dtype, t.shape, out.data());
-  if (!st) return Error{st.error().where, st.error().what + " (tensor " + t.name + " at " +
-                                              t.path + ")"};
+  if (!st) return named(t, st.error());
   return ok_status();
 }
 }  // namespace

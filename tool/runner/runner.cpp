@@ -38,7 +38,10 @@ class Runner {
     size_t most = 0;  // one zero buffer for every unbound slot; never reallocated later
     for (auto& c : p.calls)
       for (auto b : c.slot_bytes) most = std::max(most, b);
-    zeros_.assign(most, 0);
+    for (auto& h : p.hosts)  // host steps read "zeros" too, with the type expansion checked
+      for (auto& [role, a] : h.operands)
+        if (a.kind == Binding::Kind::zeros) most = std::max(most, host_zeros(a).bytes());
+    zeros_.assign(std::max<size_t>(most, 1), 0);  // never empty: data() is never null
     Capabilities& caps = t_.header.caps;
     caps.run = true;
     caps.no_reuse = caps.byte_diffs = caps.verify = opt.no_reuse;
@@ -71,6 +74,14 @@ class Runner {
     LastChange lc = reuse_.last_change(v.bo);
     t_.view_reads.push_back(
         ViewRead{var, reader, read_call, v.call->number, v.slot, lc.call, lc.host_write});
+  }
+
+  // The zeros a host step reads: the type expansion checked its shapes with, in zeros_.
+  TensorRef host_zeros(const BoundArray& a) {
+    auto t = bound_type(m_, a);
+    TensorRef r = t ? t.value() : TensorRef{};
+    r.data = zeros_.data();
+    return r;
   }
 
   TensorRef zeros(size_t bytes) {
@@ -108,8 +119,9 @@ class Runner {
     for (auto& spec : oc.info->operands) {
       auto it = h.operands.find(spec.role);
       if (it == h.operands.end()) continue;
-      oc.operands[spec.role] = spec.access == Access::write
-                                   ? store.write(it->second)
+      oc.operands[spec.role] = spec.access == Access::write ? store.write(it->second)
+                               : it->second.kind == Binding::Kind::zeros
+                                   ? host_zeros(it->second)
                                    : resolve(it->second, noreuse, false, 0, reader, 0);
     }
     if (find_op(h.decl->action)) {

@@ -265,7 +265,8 @@ class Recorder:
                 "alias": {str(k): str(v) for k, v in alias.items()},
                 "labels": labels, "path": self.caller(), "key_first_call": first,
                 "slots": slots, "failed": bool(error), "error": error,
-                "h2d": [h2d, 0], "writes": [writes, 0]}
+                "h2d": [h2d, 0], "writes": [writes, 0],
+                "x": {"new_key": bool(new), "cache_id": "%x" % id(cache)}}
         if results is not None:
             self.note_views(n, results, bos, out_set)
         if self.shadow:
@@ -295,7 +296,9 @@ class Recorder:
             source, name = "var", self.binding_name(i, static, labels)
         return {"shape": [int(d) for d in shape], "dtype": dtype, "bytes": int(arr.nbytes),
                 "hash": _hex(_bytes_of(arr)) if hash_it else _NO_HASH, "source": source,
-                "name": name, "view_of_call": view[0] if view else 0}
+                "name": name, "view_of_call": view[0] if view else 0,
+                "x": {"numpy_dtype": str(arr.dtype), "c_contiguous": bool(arr.flags.c_contiguous),
+                      "zero_strides": bool(zero_stride)}}
 
     def binding_name(self, i, static, labels):
         """What the slot is bound to, as far as the recorder can name it: the argument and the
@@ -425,6 +428,9 @@ class Recorder:
     def labels(self, key, ns):
         from bo_doctor import current_labels
         lab = current_labels()
+        if os.environ.get("BOD_RECORD_LABELS") == "explicit":
+            return {"phase": str(lab.get("phase", "")), "token": int(lab.get("token", -1)),
+                    "layer": int(lab.get("layer", -1))}
         layer = lab.get("layer")
         if layer is None:
             m = re.search(r"(?:^|[_\-.])(?:L|layer)(\d+)(?:$|[_\-.])", str(key))
