@@ -10,24 +10,20 @@
 #include <sstream>
 #include <string>
 
+#include "support/scratch.h"
 #include "checks/registry.h"
 
 namespace bod {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::slurp;
 
 struct Proc {
   int code = -1;
   std::string out, err;
 };
 
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 std::string quote(const std::string& s) {
   std::string r = "'";
@@ -35,18 +31,9 @@ std::string quote(const std::string& s) {
   return r + "'";
 }
 
-class Cli : public ::testing::Test {
+class Cli : public testing::ScratchDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("bod_cli_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
+  Cli() : ScratchDirTest("bod_cli_test") {}
   // Runs the binary with `args` (already shell-quoted where needed).
   Proc run(const std::string& args) {
     fs::path out = dir_ / "stdout", err = dir_ / "stderr";
@@ -62,7 +49,6 @@ class Cli : public ::testing::Test {
   static std::string llama() {
     return quote(std::string(BOD_FIXTURES_DIR) + "/models/llama-tiny/model.json");
   }
-  fs::path dir_;
 };
 
 int lines(const std::string& s) {

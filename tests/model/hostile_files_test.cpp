@@ -16,6 +16,7 @@
 #include <sstream>
 #include <string>
 
+#include "support/scratch.h"
 #include "model/model.h"
 #include "model/tensor_io.h"
 #include "plan/plan.h"
@@ -25,6 +26,7 @@ namespace bod {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::slurp;
 using ojson = nlohmann::ordered_json;
 
 ojson model() {
@@ -39,18 +41,9 @@ ojson model() {
   })");
 }
 
-class HostileFiles : public ::testing::Test {
+class HostileFiles : public testing::ScratchDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("bod_hostile_files_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
+  HostileFiles() : ScratchDirTest("bod_hostile_files") {}
   std::string write(const std::string& name, const std::string& bytes) {
     fs::path p = dir_ / name;
     std::ofstream(p, std::ios::binary) << bytes;
@@ -68,7 +61,6 @@ class HostileFiles : public ::testing::Test {
     s << f.rdbuf();
     return s.str();
   }
-  fs::path dir_;
 };
 
 // 10. A 23 KB model expanding to millions of calls took > 5 GB: the plan's own metadata was

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <string>
 
+#include "support/scratch.h"
 #include "trace/spool.h"
 #include "trace/trace_io.h"
 
@@ -21,6 +22,7 @@ namespace bod {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::slurp;
 using json = nlohmann::json;
 
 const char* kPython = "/usr/bin/python3";
@@ -30,25 +32,16 @@ struct Proc {
   std::string out, err;
 };
 
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
-class Record : public ::testing::Test {
+class Record : public testing::ScratchDirTest {
  protected:
+  Record() : ScratchDirTest("bod_record_test") {}
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("bod_record_test_" + std::to_string(getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
+    ScratchDirTest::SetUp();
     if (std::system((std::string(kPython) + " -c 'import numpy, xxhash' 2>/dev/null").c_str()) != 0)
       GTEST_SKIP() << kPython << " lacks numpy or xxhash: run tool/setup.sh (installs "
                    "python3-numpy and python3-xxhash)";
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   Proc run(const std::string& cmd) {
     std::string c = cmd + " >" + (dir_ / "out").string() + " 2>" + (dir_ / "err").string();
@@ -74,7 +67,6 @@ class Record : public ::testing::Test {
     return json::parse(a.out, nullptr, false);
   }
 
-  fs::path dir_;
   std::string record_err_;  // stderr of the last record run (the program's and bo-doctor's)
 };
 

@@ -14,32 +14,22 @@
 #include <sstream>
 #include <string>
 
+#include "support/scratch.h"
 #include "report/report.h"
 
 namespace bod {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::slurp;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
-class OutputFiles : public ::testing::Test {
+class OutputFiles : public testing::ScratchDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("bod_output_files_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
+  OutputFiles() : ScratchDirTest("bod_output_files") {}
   void TearDown() override {
     g_write_atomic_test_hook = nullptr;
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
+    ScratchDirTest::TearDown();
   }
   // Files in dir_ other than `keep`.
   std::vector<std::string> others(const std::string& keep) {
@@ -48,7 +38,6 @@ class OutputFiles : public ::testing::Test {
       if (e.path().filename() != keep) r.push_back(e.path().filename().string());
     return r;
   }
-  fs::path dir_;
 };
 
 TEST_F(OutputFiles, Defect13_WritesAtomicallyAndLeavesNoTemp) {
