@@ -244,15 +244,19 @@ class Recorder:
             wrote = written[i] and not error.startswith(("ValueError: shared_alias",))
             nb = min(h["bytes"], size)
             if wrote:
-                wh = _hex(_bytes_of(x, nb)) if nb else _hex(b"")
+                # The whole array written: its hash is the host hash already taken.
+                wh = h["hash"] if nb == h["bytes"] else _hex(_bytes_of(x, nb))
                 s.update({"written": True, "written_bytes": nb, "written_hash": wh})
                 h2d += nb
                 writes += 1
             else:
                 s.update({"written": False, "written_bytes": 0, "written_hash": _NO_HASH})
-            before = s["written_hash"] if wrote and nb == h["bytes"] else pre.get(i, h["hash"])
-            if wrote and nb != h["bytes"]:
-                before = self.bo_hash(bo, h["bytes"], sync=False) if error else before
+            if wrote and nb == h["bytes"]:
+                before = s["written_hash"]
+            elif wrote:  # larger than its BO: the write raised, the BO holds what it held
+                before = self.bo_hash(bo, h["bytes"], sync=False)
+            else:
+                before = pre.get(i, h["hash"])
             after = before if error else self.bo_hash(bo, h["bytes"], sync=i not in out_set)
             s["reuse"] = [before, after]
             if wrote or after != before:
@@ -500,7 +504,7 @@ class Recorder:
             s["no_reuse"] = [s["host"]["hash"], s["host"]["hash"]]
         if error or results is None:
             return
-        fresh = []
+        fresh, replaced = [], set()  # replaced: slots given the key's first-call array
         for i, x in enumerate(inputs):
             arr = np.asarray(self.snapshots.get(i, x))
             first = self.first_arrays.get((ns, key, i))
@@ -508,6 +512,7 @@ class Recorder:
                                                zip(arr.strides, arr.shape))
             if i in static and first is not None and (placeholder or arr.size != np.asarray(first).size):
                 arr = np.asarray(first)
+                replaced.add(i)
             fresh.append(arr)
         sh = self.shadow_cache(cache)
         args = dict(bound.arguments)
@@ -540,7 +545,9 @@ class Recorder:
         sbos = sh._cached_bos.get(_SHADOW_KEY, [])
         h2d = 0
         for i, s in enumerate(line["slots"]):
-            pre = _hex(_bytes_of(fresh[i])) if fresh[i].size else _hex(b"")
+            # Written whole: the host hash, unless a placeholder was replaced (snapshots of views
+            # hold the bytes the host hash was taken of).
+            pre = _hex(_bytes_of(fresh[i])) if i in replaced else s["host"]["hash"]
             post = pre
             if i < len(sbos):
                 post = self.shadow_bo_hash(sbos[i], fresh[i].nbytes)
