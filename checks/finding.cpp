@@ -14,6 +14,15 @@ const char* severity_name(Severity s) {
   return "?";
 }
 
+const char* finding_status_name(FindingStatus s) {
+  switch (s) {
+    case FindingStatus::active: return "new";
+    case FindingStatus::known: return "known";
+    case FindingStatus::suppressed: return "suppressed";
+  }
+  return "?";
+}
+
 void FindingSink::add(Finding f) {
   if (f.last_call == 0) f.last_call = f.call;
   bool stated = false;

@@ -11,6 +11,12 @@ namespace bod {
 enum class Severity { note = 0, warning = 1, error = 2 };
 const char* severity_name(Severity s);
 
+// What the report's gate made of a finding (report/gate.h): new findings count toward
+// --fail-on; a finding in the --baseline is known, one matched by a model.json suppression is
+// suppressed, and neither fails the run.
+enum class FindingStatus { active, known, suppressed };
+const char* finding_status_name(FindingStatus s);  // "new" | "known" | "suppressed"
+
 struct Finding {
   std::string check;
   Severity severity = Severity::error;
@@ -32,6 +38,10 @@ struct Finding {
   // The check's reason for its default severity: added to the evidence as the `severity` line
   // when the check gave none (not reported on its own).
   const char* severity_basis = nullptr;
+  // Set by the report's gate, not by checks (report/gate.h).
+  std::string fingerprint;  // stable identity: check, kernel, bo_key, slot (not the position)
+  FindingStatus status = FindingStatus::active;
+  std::string status_reason;  // suppressed: the suppression's reason and where it is declared
 };
 
 // Collects findings, merging repeats of one problem (same check, kernel, bo_key, slot) into

@@ -11,14 +11,17 @@ using nlohmann::json;
 
 namespace {
 
-json classify(const std::string& rel) {
+// classify's JSON; exits 1 exactly when a declared setting corrupts results.
+json classify(const std::string& rel, bod::Exit want = bod::Exit::ok) {
   spdlog::set_level(spdlog::level::err);
   bod::CommandOptions o;
   o.model = std::string(BOD_FIXTURES_DIR) + "/" + rel + "/model.json";
   o.format = "json";
   auto r = bod::cmd_classify(o);
-  EXPECT_EQ(r.code, bod::Exit::ok) << r.err;
-  return json::parse(r.out);
+  EXPECT_EQ(r.code, want) << rel << ": " << r.err;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["verdict"], want == bod::Exit::ok ? "pass" : "fail") << rel;
+  return j;
 }
 
 // The disagreement text of `slot` at the first site of `kernel` whose bo_key matches.
@@ -53,13 +56,14 @@ INSTANTIATE_TEST_SUITE_P(Models, ClassifyClean,
                          ::testing::Values("llama-tiny", "qwen-tiny", "tutorial-mini"));
 
 TEST(ClassifyBugs, FlagsTheMisdeclaredSlot) {
-  EXPECT_NE(disagreement(classify("bugs/rope_lut_static_decode"), "rms_gemms_rope", "dec", "lut")
+  const auto corrupt = bod::Exit::findings;
+  EXPECT_NE(disagreement(classify("bugs/rope_lut_static_decode", corrupt), "rms_gemms_rope", "dec", "lut")
                 .find("stale-static"),
             std::string::npos);
-  EXPECT_NE(disagreement(classify("bugs/gemm_accumulate_intermediate"), "o_ffn", "dec", "down")
+  EXPECT_NE(disagreement(classify("bugs/gemm_accumulate_intermediate", corrupt), "o_ffn", "dec", "down")
                 .find("intermediate-read"),
             std::string::npos);
-  EXPECT_NE(disagreement(classify("bugs/norm_row0_clobber"), "o_ffn", "L", "norm")
+  EXPECT_NE(disagreement(classify("bugs/norm_row0_clobber", corrupt), "o_ffn", "L", "norm")
                 .find("static-clobber"),
             std::string::npos);
   EXPECT_NE(disagreement(classify("bugs/missed_static_weight"), "o_ffn", "dec", "wd")
@@ -68,7 +72,7 @@ TEST(ClassifyBugs, FlagsTheMisdeclaredSlot) {
   EXPECT_NE(disagreement(classify("bugs/missed_intermediate_scratch"), "o_ffn", "dec", "hn")
                 .find("missed-intermediate"),
             std::string::npos);
-  EXPECT_NE(disagreement(classify("bugs/latent_stale_equals_fresh"), "o_ffn", "L", "down")
+  EXPECT_NE(disagreement(classify("bugs/latent_stale_equals_fresh", corrupt), "o_ffn", "L", "down")
                 .find("intermediate-read"),
             std::string::npos);
 }

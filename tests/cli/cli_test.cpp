@@ -83,10 +83,10 @@ TEST_F(Cli, ListChecksListsAllIds) {
                        "static-clobber",    "intermediate-read",  "partial-overwrite",
                        "output-divergence", "view-overwritten",   "placeholder-upload",
                        "alias-conflict",    "missed-static",      "missed-intermediate",
-                       "config-error"};
+                       "config-error",      "unused-suppression"};
   for (const char* id : ids)
     EXPECT_NE(r.out.find(std::string(id) + " "), std::string::npos) << id << "\n" << r.out;
-  EXPECT_EQ(lines(r.out), 13) << r.out;
+  EXPECT_EQ(lines(r.out), 14) << r.out;  // the registry's 13 and the gate's own
   EXPECT_EQ(check_registry().size(), 13u);
 }
 
@@ -95,8 +95,9 @@ TEST_F(Cli, ListChecksJson) {
   EXPECT_EQ(r.code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   ASSERT_TRUE(j.is_array());
-  EXPECT_EQ(j.size(), 13u);
+  EXPECT_EQ(j.size(), 14u);
   EXPECT_EQ(j[0]["id"], "stale-static");
+  EXPECT_EQ(j[13]["id"], "unused-suppression");
 }
 
 TEST_F(Cli, ExplainKnownCheck) {

@@ -33,6 +33,9 @@ std::string list(const std::vector<int>& v) {
 
 void explain(SlotAdvice& a, bool rec_static, bool rec_inter) {
   std::string why;
+  a.corrupts = (a.declared_static && !rec_static &&
+                ((a.written && !a.fully_overwritten) || !a.host_constant)) ||
+               (a.declared_inter && !rec_inter);
   if (a.declared_static && !rec_static)
     why = a.written ? "declared static but the kernel writes it (static-clobber)"
           : !a.host_constant ? "declared static but its host data changes between calls of one "
@@ -53,6 +56,13 @@ void explain(SlotAdvice& a, bool rec_static, bool rec_inter) {
 }
 
 }  // namespace
+
+bool any_corrupting(const std::vector<SiteAdvice>& sites) {
+  for (auto& s : sites)
+    for (auto& a : s.slots)
+      if (a.corrupts) return true;
+  return false;
+}
 
 std::vector<SiteAdvice> classify(const Trace& t) {
   std::map<std::string, size_t> at;
@@ -144,11 +154,13 @@ std::string render_classify_text(const std::string& model, const std::vector<Sit
     for (auto& a : s.slots) {
       if (a.disagreement.empty()) continue;
       ++disagreements;
-      o << "    slot " << a.slot << " (" << a.name << "): " << a.disagreement << "\n";
+      o << "    slot " << a.slot << " (" << a.name << "): " << a.disagreement
+        << (a.corrupts ? " [corrupts results]" : "") << "\n";
     }
   }
   o << "\nclassify " << model << ": " << sites.size() << " call sites, " << disagreements
-    << " disagreement(s) with the declared reuse settings\n";
+    << " disagreement(s) with the declared reuse settings"
+    << (any_corrupting(sites) ? "; the declared settings corrupt results -> FAIL\n" : " -> PASS\n");
   return o.str();
 }
 
@@ -164,7 +176,8 @@ std::string render_classify_json(const std::string& model, const std::vector<Sit
                        {"host_constant", a.host_constant}, {"output", a.output},
                        {"declared_static", a.declared_static},
                        {"declared_intermediate", a.declared_inter},
-                       {"disagreement", a.disagreement}});
+                       {"disagreement", a.disagreement},
+                       {"corrupts", a.corrupts}});
     arr.push_back({{"kernel", s.kernel}, {"path", s.path}, {"bo_key", s.bo_key_template},
                    {"calls", s.calls}, {"keys", s.keys}, {"first_call", s.first_call},
                    {"declared", {{"static_input_indices", s.declared_static},
@@ -175,7 +188,8 @@ std::string render_classify_json(const std::string& model, const std::vector<Sit
                                     {"bytes_saved_per_later_call", s.recommended_saving}}},
                    {"slots", slots}});
   }
-  J j{{"schema_version", 1}, {"command", "classify"}, {"model", model}, {"sites", arr}};
+  J j{{"schema_version", 2}, {"command", "classify"}, {"model", model},
+      {"verdict", any_corrupting(sites) ? "fail" : "pass"}, {"sites", arr}};
   return j.dump(2) + "\n";
 }
 

@@ -21,6 +21,9 @@ struct SlotAdvice {
   bool read = false, written = false, fully_overwritten = false, host_constant = false;
   bool declared_static = false, declared_inter = false, output = false;
   std::string disagreement;  // "" when the declaration matches the recommendation
+  // The declaration would make the reuse engine compute with wrong bytes (stale static data,
+  // a skipped write the kernel reads): classify exits 1.
+  bool corrupts = false;
 };
 
 struct SiteAdvice {
@@ -33,6 +36,8 @@ struct SiteAdvice {
 
 // Needs a trace with no-reuse hashes and probes of every slot (check's classify mode).
 std::vector<SiteAdvice> classify(const Trace& t);
+// Whether any declared setting in `sites` corrupts results (SlotAdvice::corrupts).
+bool any_corrupting(const std::vector<SiteAdvice>& sites);
 std::string render_classify_text(const std::string& model, const std::vector<SiteAdvice>& sites);
 std::string render_classify_json(const std::string& model, const std::vector<SiteAdvice>& sites);
 

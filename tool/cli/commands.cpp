@@ -2,13 +2,21 @@
 
 #include <spdlog/spdlog.h>
 
-#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "analysis/classify.h"
 #include "checks/checks.h"
 #include "checks/registry.h"
+#include "core/input_file.h"
+#include "core/suggest.h"
 #include "model/json_in.h"
 #include "report/report.h"
 #include "runner/host_data.h"
@@ -80,10 +88,96 @@ Status not_input(const std::string& flag, const std::string& out, const std::str
                     "input, expected another file name"};
 }
 
-// Both output options, checked before the run so a refused one costs nothing.
+// An existing output file is replaced only when it is empty or a previous bo-doctor output
+// ("bo-doctor" within its first or last 4 KiB: every report, trace, baseline and skeleton
+// says so), unless --force: a mistyped -o must not eat a source file.
+Status may_replace(const std::string& flag, const std::string& out, bool force) {
+  if (out.empty() || out == "-" || out == "/dev/stdout" || force) return ok_status();
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(std::filesystem::symlink_status(out, ec))) return ok_status();
+  auto size = std::filesystem::file_size(out, ec);
+  if (ec || size == 0) return ok_status();
+  FILE* f = std::fopen(out.c_str(), "rb");
+  if (!f) return ok_status();  // the write reports why it cannot open it
+  std::string head(4096, '\0'), tail(4096, '\0');
+  head.resize(std::fread(head.data(), 1, head.size(), f));
+  if (size > 4096 && std::fseek(f, -4096, SEEK_END) == 0) tail.resize(std::fread(tail.data(), 1, tail.size(), f));
+  else tail.clear();
+  std::fclose(f);
+  if (head.find("bo-doctor") != std::string::npos || tail.find("bo-doctor") != std::string::npos)
+    return ok_status();
+  return Error{out, flag + " would replace a file that is not a bo-doctor report; expected a new "
+                    "file name, or --force to replace it"};
+}
+
+// Every output option, checked before the run so a refused one costs nothing.
 Status check_outputs(const CommandOptions& o) {
   BOD_CHECK(not_input("--output", o.output, o.model));
-  return not_input("--save-trace", o.save_trace, o.model);
+  BOD_CHECK(not_input("--save-trace", o.save_trace, o.model));
+  BOD_CHECK(not_input("--write-baseline", o.write_baseline, o.model));
+  BOD_CHECK(not_input("--write-baseline", o.write_baseline, o.baseline));
+  BOD_CHECK(may_replace("--output", o.output, o.force));
+  BOD_CHECK(may_replace("--save-trace", o.save_trace, o.force));
+  return may_replace("--write-baseline", o.write_baseline, o.force);
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// The gate the options describe (ids validated, baseline read), with the model's
+// suppressions when there is a model.
+Result<GateOptions> gate_options(const CommandOptions& o, const Model* m) {
+  GateOptions g;
+  BOD_CHECK(validate_check_ids(o.checks, "--checks"));
+  BOD_CHECK(validate_check_ids(o.skip_checks, "--skip-checks"));
+  g.checks = o.checks;
+  g.skip_checks = o.skip_checks;
+  BOD_TRY(g.fail_on, parse_fail_on(o.fail_on));
+  if (!o.baseline.empty()) {
+    BOD_TRY(g.baseline, read_baseline(o.baseline));
+    g.has_baseline = true;
+  }
+  g.print_limit = o.print_limit;
+  if (m)
+    for (auto& d : m->suppressions)
+      g.suppressions.push_back({d.check, d.kernel, d.bo_key, d.slot, d.reason, o.model + ":" + d.path});
+  return g;
+}
+
+// The progress line on stderr (when asked for) and the whole-run --timeout, as the runner's
+// per-step callback.
+std::function<void(size_t, size_t)> progress_fn(const CommandOptions& o, const std::string& what) {
+  if (!o.progress && !(o.timeout_s > 0)) return {};
+  using Clock = std::chrono::steady_clock;
+  auto t0 = Clock::now();
+  auto last = std::make_shared<Clock::time_point>(t0 - std::chrono::seconds(1));
+  double timeout = o.timeout_s;
+  bool show = o.progress;
+  return [=](size_t done, size_t total) {
+    auto now = Clock::now();
+    double el = std::chrono::duration<double>(now - t0).count();
+    if (timeout > 0 && el > timeout) {
+      if (show) std::fprintf(stderr, "\r\033[K");
+      throw FatalError{Error{"--timeout", what + " stopped after " + std::to_string(done) + " of " +
+                                              std::to_string(total) + " steps: over the limit of " +
+                                              std::to_string(static_cast<long long>(timeout)) +
+                                              " s; expected a smaller plan or a larger --timeout",
+                             Exit::timeout}};
+    }
+    if (!show) return;
+    if (done == total) {
+      std::fprintf(stderr, "\r\033[K");
+      return;
+    }
+    if (now - *last < std::chrono::milliseconds(200)) return;
+    *last = now;
+    double eta = done ? el / double(done) * double(total - done) : 0;
+    std::fprintf(stderr, "\r\033[Kbo-doctor: %s: step %zu/%zu (%.0f%%), %.0f s, ETA %.0f s", what.c_str(),
+                 done, total, 100.0 * double(done) / double(std::max<size_t>(total, 1)), el, eta);
+    std::fflush(stderr);
+  };
 }
 
 // The report to stdout, or atomically to --output.
@@ -95,11 +189,28 @@ CommandResult emit(const CommandOptions& o, std::string text, Exit code) {
   return {code, "", ""};
 }
 
-CommandResult finish(const CommandOptions& o, const Report& r) {
-  std::string text = o.format == "json"       ? render_json(r)
-                     : o.format == "markdown" ? render_markdown(r)
-                                              : render_text(r);
-  return emit(o, std::move(text), r.has_error() ? Exit::findings : Exit::ok);
+// The gate, positions in model.json, the baseline file, then the report in its format.
+CommandResult finish(const CommandOptions& o, Report r, const GateOptions& g) {
+  if (auto st = apply_gate(r, g); !st) return fail(st.error());
+  if (!r.model_path.empty() && r.model_path != "-") {
+    std::set<std::string> ptrs;
+    for (auto& f : r.findings) ptrs.insert(f.path);
+    if (r.trace)
+      for (auto& c : r.trace->calls)
+        if (c.first_of_key()) ptrs.insert(c.path);
+    auto text = read_regular_file(r.model_path, "a model.json file", 64u << 20, "64 MiB");
+    if (text) r.positions = locate_pointers(text.value(), ptrs);  // else pointers stand alone
+  }
+  if (!o.write_baseline.empty())
+    if (auto st = write_atomic(o.write_baseline, render_baseline(r)); !st) return fail(st.error());
+  std::string f = lower(o.format);
+  std::string text = f == "json" ? render_json(r)
+                     : f == "markdown" ? render_markdown(r)
+                     : f == "sarif" ? render_sarif(r)
+                     : f == "junit" ? render_junit(r)
+                     : f == "html" ? render_html(r)
+                                   : render_text(r);
+  return emit(o, std::move(text), r.fails() ? Exit::findings : Exit::ok);
 }
 
 // Loads the host data and runs the plan on the backend the options name; a weight-file or
@@ -115,9 +226,12 @@ Result<Trace> execute(const CommandOptions& o, const Model& m, const Plan& p, co
   }
 }
 
-Status check_format(const std::string& f) {
-  if (f == "text" || f == "json" || f == "markdown") return ok_status();
-  return Error{"--format", "unknown format '" + f + "'; expected text, json or markdown"};
+Status check_format(const std::string& format) {
+  static const std::vector<std::string> kFormats = {"text", "json", "markdown", "sarif", "junit", "html"};
+  std::string f = lower(format);
+  if (std::find(kFormats.begin(), kFormats.end(), f) != kFormats.end()) return ok_status();
+  return Error{"--format", "unknown format '" + format + "'" + did_you_mean(f, kFormats) +
+                               "; expected text, json, markdown, sarif, junit or html"};
 }
 
 
@@ -129,6 +243,14 @@ Status save_trace(const CommandOptions& o, const Trace& t) {
   return write_atomic(o.save_trace, s.str());
 }
 
+// The registry's checks and the gate's own finding, for list-checks.
+std::vector<const CheckInfo*> all_check_infos() {
+  std::vector<const CheckInfo*> infos;
+  for (auto& e : check_registry()) infos.push_back(e.info);
+  infos.push_back(&unused_suppression_info());
+  return infos;
+}
+
 }  // namespace
 
 CommandResult cmd_lint(const CommandOptions& o) {
@@ -138,8 +260,10 @@ CommandResult cmd_lint(const CommandOptions& o) {
   auto p = load_plan(o, m);
   if (!p) return fail(at_model(o, p.error()));
   if (auto st = HostData::validate_files(m); !st) return fail(st.error());
+  auto g = gate_options(o, &m);
+  if (!g) return fail(g.error());
   Trace t = plan_trace(p.value(), o.model);
-  return finish(o, build_report("lint", t, false));
+  return finish(o, build_report("lint", t, false), g.value());
 }
 
 CommandResult cmd_check(const CommandOptions& o) {
@@ -148,11 +272,15 @@ CommandResult cmd_check(const CommandOptions& o) {
   Model m;
   auto p = load_plan(o, m);
   if (!p) return fail(at_model(o, p.error()));
+  auto g = gate_options(o, &m);
+  if (!g) return fail(g.error());
+  bool markdown = lower(o.format) == "markdown";
   Trace t = plan_trace(p.value(), o.model);
   if (!has_inconsistent_declarations(t)) {
     RunOptions ro;
     ro.probe = o.probe;
-    ro.timings = o.timings || o.format == "markdown";  // the reuse block shows times
+    ro.timings = o.timings || markdown;  // the reuse block shows times
+    ro.progress = progress_fn(o, "check");
     auto run = execute(o, m, p.value(), ro);
     if (!run) return fail(run.error());
     t = std::move(run.value());
@@ -160,15 +288,17 @@ CommandResult cmd_check(const CommandOptions& o) {
     spdlog::warn("config-error findings: the plan is not executed");
   }
   if (auto st = save_trace(o, t); !st) return fail(st.error());
-  return finish(o, build_report("check", t, o.timings || o.format == "markdown"));
+  return finish(o, build_report("check", t, o.timings || markdown), g.value());
 }
 
 CommandResult cmd_analyze(const CommandOptions& o) {
   if (auto st = check_outputs(o); !st) return fail(st.error());
   if (auto st = check_format(o.format); !st) return fail(st.error());
+  auto g = gate_options(o, nullptr);
+  if (!g) return fail(g.error());
   auto t = read_trace(o.model);
   if (!t) return fail(t.error());
-  return finish(o, build_report("analyze", t.value(), true, o.model));
+  return finish(o, build_report("analyze", t.value(), true, o.model), g.value());
 }
 
 CommandResult cmd_skeleton(const CommandOptions& o) {
@@ -183,49 +313,60 @@ CommandResult cmd_skeleton(const CommandOptions& o) {
 
 CommandResult cmd_classify(const CommandOptions& o) {
   if (auto st = check_outputs(o); !st) return fail(st.error());
-  if (o.format != "text" && o.format != "json")
-    return fail(Error{"--format", "unknown format '" + o.format + "'; expected text or json"});
+  std::string format = lower(o.format);
+  if (format != "text" && format != "json")
+    return fail(Error{"--format", "unknown format '" + o.format + "'" +
+                                      did_you_mean(format, {"text", "json"}) +
+                                      "; classify writes text or json"});
   Model m;
   auto p = load_plan(o, m);
   if (!p) return fail(at_model(o, p.error()));
   RunOptions ro;
   ro.probe_all = true;
+  ro.progress = progress_fn(o, "classify");
   auto run = execute(o, m, p.value(), ro);
   if (!run) return fail(run.error());
   auto sites = classify(run.value());
-  return emit(o, o.format == "json" ? render_classify_json(o.model, sites)
-                                    : render_classify_text(o.model, sites),
-              Exit::ok);
+  return emit(o, format == "json" ? render_classify_json(o.model, sites)
+                                  : render_classify_text(o.model, sites),
+              any_corrupting(sites) ? Exit::findings : Exit::ok);
 }
 
-CommandResult cmd_list_checks(const std::string& format) {
+CommandResult cmd_list_checks(const std::string& format_in) {
+  std::string format = lower(format_in);
   if (format != "text" && format != "json")
-    return fail(Error{"--format", "unknown format '" + format + "'; expected text or json"});
+    return fail(Error{"--format", "unknown format '" + format_in + "'; expected text or json"});
   std::ostringstream s;
   if (format == "json") {
     nlohmann::ordered_json j = nlohmann::ordered_json::array();
-    for (auto& e : check_registry())
-      j.push_back({{"id", e.info->id}, {"severity", severity_name(e.info->severity)},
-                   {"title", e.info->title}});
+    for (auto* i : all_check_infos())
+      j.push_back({{"id", i->id}, {"severity", severity_name(i->severity)}, {"title", i->title}});
     return {Exit::ok, j.dump(2) + "\n", ""};
   }
-  for (auto& e : check_registry()) {
+  for (auto* i : all_check_infos()) {
     char line[64];
-    std::snprintf(line, sizeof line, "%-20s %-8s ", e.info->id, severity_name(e.info->severity));
-    s << line << e.info->title << "\n";
+    std::snprintf(line, sizeof line, "%-20s %-8s ", i->id, severity_name(i->severity));
+    s << line << i->title << "\n";
   }
   return {Exit::ok, s.str(), ""};
 }
 
 CommandResult cmd_explain(const std::string& id) {
   const CheckEntry* e = find_check(id);
-  if (!e) return {Exit::bad_input, "", "no such check: '" + id + "'. Try: bo-doctor list-checks"};
+  const CheckInfo* info = e ? e->info : id == unused_suppression_info().id ? &unused_suppression_info() : nullptr;
+  if (!info) {
+    std::vector<std::string> ids;
+    for (auto& c : check_registry()) ids.push_back(c.info->id);
+    ids.push_back(unused_suppression_info().id);
+    return {Exit::bad_input, "", "no such check: '" + id + "'" + did_you_mean(id, ids) +
+                                     ". Try: bo-doctor list-checks"};
+  }
   std::ostringstream s;
-  s << e->info->id << " (" << severity_name(e->info->severity) << ")\n\n"
-    << "What happened: " << e->info->title << "\n"
-    << "Symptom:       " << e->info->symptom << "\n"
-    << "Detection:     " << e->info->detection << "\n"
-    << "Fix:           " << e->info->fix << "\n";
+  s << info->id << " (" << severity_name(info->severity) << ")\n\n"
+    << "What happened: " << info->title << "\n"
+    << "Symptom:       " << info->symptom << "\n"
+    << "Detection:     " << info->detection << "\n"
+    << "Fix:           " << info->fix << "\n";
   return {Exit::ok, s.str(), ""};
 }
 

@@ -11,8 +11,9 @@ namespace bod {
 
 struct CommandOptions {
   std::string model;  // model.json (analyze: the trace file)
-  std::string format = "text";  // text | json | markdown
+  std::string format = "text";  // text | json | markdown | sarif | junit | html (any case)
   std::string output;           // "" = stdout
+  bool force = false;           // -o may replace a file that is not a bo-doctor report
   std::string backend = "cpu";
   int device = 0;
   int timeout_ms = 10000;
@@ -20,6 +21,13 @@ struct CommandOptions {
   bool timings = false;
   bool probe = false;  // check --probe: canary runs of intermediate slots
   std::string save_trace;  // check --save-trace FILE
+  // The gate (report/gate.h): check selection, failing severity, baseline, text print limit.
+  std::vector<std::string> checks, skip_checks;
+  std::string fail_on = "error";
+  std::string baseline, write_baseline;
+  size_t print_limit = 20;
+  double timeout_s = 0;   // check, classify: stop the whole run after this long (exit 4); 0 none
+  bool progress = false;  // a progress line on stderr (the CLI sets it when stderr is a TTY)
 };
 
 struct CommandResult {

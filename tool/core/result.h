@@ -9,7 +9,9 @@
 namespace bod {
 
 // Exit codes are part of the CLI contract (README.md, "Exit codes").
-enum class Exit : int { ok = 0, findings = 1, bad_input = 2, backend = 3 };
+// 0 clean, 1 findings that fail the gate, 2 bad input or usage, 3 backend unavailable or
+// internal error, 4 the run exceeded --timeout.
+enum class Exit : int { ok = 0, findings = 1, bad_input = 2, backend = 3, timeout = 4 };
 
 // A recoverable error. `where` is a JSON pointer ("/kernels/attn/body/2/b") or a file path;
 // `what` says what was found and what was expected. Rendered as one line: "where: what".

@@ -1,5 +1,7 @@
 #include "model/json_in.h"
 
+#include "core/suggest.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -196,8 +198,10 @@ Status only_keys(const json& j, const std::string& path, const std::vector<std::
     if (std::find(allowed.begin(), allowed.end(), it.key()) != allowed.end()) continue;
     std::string list;
     for (auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-    return bad(at(path, it.key()),
-               "unknown field '" + excerpt(it.key()) + "'; expected one of " + list);
+    std::string hint = did_you_mean(it.key(), allowed);
+    return bad(at(path, it.key()), "unknown field '" + excerpt(it.key()) + "'" +
+                                       (hint.empty() ? "; expected one of " + list
+                                                     : hint + " (expected one of " + list + ")"));
   }
   return ok_status();
 }

@@ -302,6 +302,35 @@ static size_t too_deep_at(const std::string& text, size_t limit) {
   return std::string::npos;
 }
 
+// "suppressions": [{"check", "kernel"?, "bo_key"?, "slot"?, "reason"}]. The check id is
+// validated where checks are known (the report's gate), with this entry's pointer.
+static Status parse_suppressions(const json& j, const std::string& path,
+                                 std::vector<SuppressionDecl>& out) {
+  BOD_CHECK(require_array(j, path));
+  for (size_t i = 0; i < j.size(); ++i) {
+    std::string p = at(path, i);
+    BOD_CHECK(require_object(j[i], p));
+    BOD_CHECK(only_keys(j[i], p, {"check", "kernel", "bo_key", "slot", "reason"}));
+    SuppressionDecl d;
+    d.path = p;
+    if (!j[i].contains("check")) return bad(at(p, "check"), "missing; expected a check id");
+    BOD_TRY(d.check, get_string(j[i]["check"], at(p, "check")));
+    for (auto [key, field] : {std::pair<const char*, std::string*>{"kernel", &d.kernel},
+                              {"bo_key", &d.bo_key}, {"slot", &d.slot}})
+      if (j[i].contains(key)) {
+        BOD_TRY(*field, get_string(j[i][key], at(p, key)));
+      }
+    if (!j[i].contains("reason"))
+      return bad(at(p, "reason"), "missing; a suppression needs a reason (why the finding is "
+                                  "accepted), e.g. \"reason\": \"scratch, rewritten before read\"");
+    BOD_TRY(d.reason, get_string(j[i]["reason"], at(p, "reason")));
+    if (d.reason.find_first_not_of(" \t") == std::string::npos)
+      return bad(at(p, "reason"), "empty; a suppression needs a reason");
+    out.push_back(std::move(d));
+  }
+  return ok_status();
+}
+
 static Result<Model> parse_model_text(const std::string& text, const std::string& path) {
   size_t deep = too_deep_at(text, kMaxJsonDepth);
   if (deep != std::string::npos)
@@ -363,7 +392,7 @@ static Result<Model> parse_model_text(const std::string& text, const std::string
   BOD_CHECK(require_object(j, ""));
   BOD_CHECK(only_keys(j, "",
                       {"format", "version", "name", "description", "seed", "dims", "tensors",
-                       "vars", "kernels", "program", "verify", "doc"}));
+                       "vars", "kernels", "program", "verify", "suppressions", "doc"}));
   if (!j.contains("format"))
     return bad("/format", "missing; expected \"format\": \"bo-doctor-model\"");
   if (j["format"] != "bo-doctor-model")
@@ -389,6 +418,8 @@ static Result<Model> parse_model_text(const std::string& text, const std::string
   if (!j.contains("program")) return bad("/program", "missing; expected {\"phases\": [...]}");
   BOD_CHECK(parse_program(c, j["program"], "/program"));
   if (j.contains("verify")) BOD_CHECK(parse_verify(c, j["verify"], "/verify"));
+  if (j.contains("suppressions"))
+    BOD_CHECK(parse_suppressions(j["suppressions"], "/suppressions", m.suppressions));
   return m;
 }
 

@@ -16,6 +16,9 @@ struct LoadCtx {
 Result<SlotDecl> parse_slot(const json& j, const std::string& path,
                             const std::vector<std::string>& scope);
 Status parse_kernels(LoadCtx& c, const json& j, const std::string& path);
+// "unknown slot 'x' in kernel k; did you mean 'y'? (its slots: a, b, c)": the message for a
+// slot name a kernel does not have (with_locals: a body operand may also name a local).
+std::string unknown_slot(const KernelDecl& k, const std::string& name, bool with_locals = false);
 Status parse_program(LoadCtx& c, const json& j, const std::string& path);
 // "wq[l][0]" / {"placeholder": "wq[l]"} -> Binding, names checked against scope.
 Result<Binding> parse_binding(const LoadCtx& c, const json& j, const std::string& path,

@@ -1,6 +1,7 @@
 // model.json "kernels": ordered slots, call params, the reference body, an optional NPU binary.
 #include <filesystem>
 
+#include "core/suggest.h"
 #include "model/loader_internal.h"
 
 namespace bod {
@@ -193,7 +194,7 @@ Status parse_kernel(LoadCtx& c, KernelDecl& k, const json& j, const std::string&
       std::string name;
       BOD_CHECK(parse_operand(slot, at(op_path, role), scope, name, rows));
       if (k.slot_index(name) < 0 && k.local_index(name) < 0)
-        return bad(at(op_path, role), "unknown slot '" + excerpt(name) + "' in kernel " + k.name);
+        return bad(at(op_path, role), unknown_slot(k, name, true));
       if (rows) d.rows[role] = *rows;
       slot = name;
     }
@@ -216,6 +217,16 @@ Status parse_kernels(LoadCtx& c, const json& j, const std::string& path) {
     c.m.kernels.push_back(std::move(k));
   }
   return ok_status();
+}
+
+std::string unknown_slot(const KernelDecl& k, const std::string& name, bool with_locals) {
+  std::vector<std::string> names;
+  for (auto& s : k.slots) names.push_back(s.name);
+  if (with_locals)
+    for (auto& s : k.locals) names.push_back(s.name);
+  return "unknown slot '" + excerpt(name) + "' in kernel " + excerpt(k.name) +
+         did_you_mean(name, names) + " (its " + (with_locals ? "slots and locals" : "slots") +
+         ": " + name_list(names) + ")";
 }
 
 }  // namespace bod

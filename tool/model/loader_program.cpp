@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "kernels/host_actions.h"
+#include "core/suggest.h"
 #include "model/loader_internal.h"
 
 namespace bod {
@@ -78,7 +79,12 @@ Result<Binding> parse_binding(const LoadCtx& c, const json& j, const std::string
       return bad(path, "a placeholder stands in for a tensor; '" + excerpt(b.name) + "' is a var");
     b.kind = Binding::Kind::var;
   } else {
-    return bad(path, "unknown tensor or var '" + excerpt(b.name) + "'");
+    std::vector<std::string> names;
+    for (auto& t : c.m.tensors) names.push_back(t.name);
+    for (auto& v : c.m.vars) names.push_back(v.name);
+    return bad(path, "unknown tensor or var '" + excerpt(b.name) + "'" +
+                         did_you_mean(b.name, names) + " (tensors and vars: " +
+                         name_list(names) + ")");
   }
   if (b.row_stop && b.index.size() >= shape->size())
     return bad(path, "'" + excerpt(text) + "' has no dimension left for its row range; " + b.name + " is " +
@@ -114,7 +120,7 @@ Result<SlotRef> parse_slot_ref(const KernelDecl& k, const json& j, const std::st
   if (!j.is_string()) return expected(path, "a slot index or slot name", j);
   r.index = k.slot_index(j.get<std::string>());
   if (r.index < 0)
-    return bad(path, "unknown slot '" + excerpt(j.get<std::string>()) + "' in kernel " + excerpt(k.name));
+    return bad(path, unknown_slot(k, j.get<std::string>()));
   return r;
 }
 
@@ -142,13 +148,12 @@ Status check_template(const std::string& t, const std::string& path, const Scope
 // "keep": output slot name -> var binding, or {"to": binding, "as": "view"|"copy"}.
 Status parse_keep(LoadCtx& c, const json& keep, const std::string& kp, const Scope& s,
                   const KernelDecl& k, CallDecl& d) {
-  const std::string& kn = k.name;
   BOD_CHECK(require_object(keep, kp));
   for (auto it = keep.begin(); it != keep.end(); ++it) {
     std::string ep = at(kp, it.key());
     OutputDecl o;
     o.slot = k.slot_index(it.key());
-    if (o.slot < 0) return bad(ep, "unknown slot '" + excerpt(it.key()) + "' in kernel " + excerpt(kn));
+    if (o.slot < 0) return bad(ep, unknown_slot(k, it.key()));
     const json* target = &it.value();
     if (it.value().is_object()) {
       BOD_CHECK(only_keys(it.value(), ep, {"to", "as"}));
@@ -180,7 +185,12 @@ Result<CallDecl> parse_call(LoadCtx& c, const json& j, const std::string& path, 
   d.path = path;
   BOD_TRY(std::string kn, get_string(j["call"], at(path, "call")));
   d.kernel = c.m.kernel_index(kn);
-  if (d.kernel < 0) return bad(at(path, "call"), "unknown kernel '" + excerpt(kn) + "'");
+  if (d.kernel < 0) {
+    std::vector<std::string> names;
+    for (auto& kd : c.m.kernels) names.push_back(kd.name);
+    return bad(at(path, "call"), "unknown kernel '" + excerpt(kn) + "'" + did_you_mean(kn, names) +
+                                     " (kernels: " + name_list(names) + ")");
+  }
   const KernelDecl& k = c.m.kernels[d.kernel];
   if (j.contains("args")) {
     std::string ap = at(path, "args");
@@ -188,8 +198,7 @@ Result<CallDecl> parse_call(LoadCtx& c, const json& j, const std::string& path, 
     for (auto it = j["args"].begin(); it != j["args"].end(); ++it) {
       int slot = k.slot_index(it.key());
       if (slot < 0)
-        return bad(at(ap, it.key()),
-                   "unknown slot '" + excerpt(it.key()) + "' in kernel " + excerpt(kn));
+        return bad(at(ap, it.key()), unknown_slot(k, it.key()));
       BOD_TRY(d.args[slot], parse_binding(c, it.value(), at(ap, it.key()), s.names));
     }
   }
@@ -233,7 +242,7 @@ Result<CallDecl> parse_call(LoadCtx& c, const json& j, const std::string& path, 
       bool digits = !key.empty() && std::all_of(key.begin(), key.end(), ::isdigit);
       int slot = digits ? std::stoi(key.substr(0, 7)) : k.slot_index(key);
       if (slot < 0)
-        return bad(at(ap, key), "unknown slot '" + excerpt(key) + "' in kernel " + excerpt(kn));
+        return bad(at(ap, key), unknown_slot(k, key));
       BOD_TRY(std::string pool, get_string(it.value(), at(ap, key)));
       BOD_CHECK(check_template(pool, at(ap, key), s));
       d.shared_alias[slot] = pool;

@@ -149,6 +149,16 @@ struct VerifyDecl {
   int top_k = 5;
 };
 
+// An accepted finding, declared in model.json ("suppressions"): findings of `check` whose
+// kernel, bo_key and slot match the scope (each optional, "*" globs) are reported as
+// suppressed with the reason and do not fail the run (docs/model-format.md §12).
+struct SuppressionDecl {
+  std::string check;
+  std::string kernel, bo_key, slot;  // "" matches any
+  std::string reason;                // required: why the finding is accepted
+  std::string path;                  // JSON pointer of the entry
+};
+
 struct Model {
   std::string name, path, dir;  // path of model.json and its directory
   uint64_t seed = 0;
@@ -159,6 +169,7 @@ struct Model {
   std::vector<KernelDecl> kernels;
   std::vector<PhaseDecl> phases;
   VerifyDecl verify;
+  std::vector<SuppressionDecl> suppressions;
   const TensorDecl* tensor(const std::string& n) const;
   const VarDecl* var(const std::string& n) const;
   int kernel_index(const std::string& n) const;

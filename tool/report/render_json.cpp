@@ -33,25 +33,46 @@ J finding_json(const Finding& f) {
            {"message", f.message},
            {"evidence", e},
            {"fix", f.fix},
-           {"path", f.path}};
+           {"path", f.path},
+           {"fingerprint", f.fingerprint},
+           {"status", finding_status_name(f.status)},
+           {"status_reason", f.status_reason}};
 }
 
 J engine_json(const EngineFigures& e, bool timings) {
   J j{{"calls", e.calls}, {"h2d_bytes", e.h2d_bytes}, {"bo_writes", e.writes}};
   if (timings)
     j["seconds"] = {{"write", e.write_s}, {"dispatch", e.dispatch_s}, {"read", e.read_s},
-                    {"wall", e.wall_s()}};
+                    {"wall", e.wall_s()}, {"steady_call_median", e.steady_median_s},
+                    {"steady_calls", e.steady_calls}, {"first_calls", e.first_calls_s}};
   return j;
 }
 }  // namespace
 
 std::string render_json(const Report& r) {
-  int counts[3] = {0, 0, 0};
+  int counts[3] = {0, 0, 0}, known = 0, suppressed = 0;
   J findings = J::array();
   for (auto& f : r.findings) {
-    counts[static_cast<int>(f.severity)]++;
+    if (f.status == FindingStatus::active) counts[static_cast<int>(f.severity)]++;
+    known += f.status == FindingStatus::known;
+    suppressed += f.status == FindingStatus::suppressed;
     findings.push_back(finding_json(f));
+    auto pos = r.positions.find(f.path);
+    if (pos != r.positions.end())
+      findings.back()["line"] = pos->second.line, findings.back()["column"] = pos->second.col;
   }
+  J groups = J::array();
+  for (auto& g : r.groups)
+    groups.push_back({{"check", r.findings[g.lead].check},
+                      {"severity", severity_name(g.severity)},
+                      {"status", finding_status_name(g.status)},
+                      {"lead", g.lead},
+                      {"findings", g.members},
+                      {"slots", g.slots},
+                      {"bo_keys", g.bo_keys},
+                      {"calls", g.calls},
+                      {"occurrences", g.occurrences},
+                      {"fingerprint", g.fingerprint}});
   J j;
   j["schema_version"] = kReportSchemaVersion;
   j["tool"] = {{"name", "bo-doctor"}, {"version", BOD_VERSION}};
@@ -62,8 +83,13 @@ std::string render_json(const Report& r) {
                   {"errors", counts[2]},
                   {"warnings", counts[1]},
                   {"notes", counts[0]},
+                  {"known", known},
+                  {"suppressed", suppressed},
+                  {"groups", r.groups.size()},
+                  {"fail_on", fail_on_name(r.gate.fail_on)},
                   {"calls", r.trace ? r.trace->calls.size() : 0}};
   j["findings"] = findings;
+  j["groups"] = groups;
   if (r.command != "lint") {
     J gaps = J::array();
     for (auto& g : r.gaps)

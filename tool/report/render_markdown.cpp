@@ -45,6 +45,12 @@ std::string mechanism(const Report& r, bool statics) {
   return o.str();
 }
 
+// "0.12 ms per call (steady-state median)"; a trace without steady figures gives the total.
+std::string per_call(const EngineFigures& e) {
+  if (e.steady_calls == 0) return ms(e.wall_s()) + " in all";
+  return ms(e.steady_median_s) + " per call (steady-state median)";
+}
+
 }  // namespace
 
 std::string render_markdown(const Report& r) {
@@ -53,9 +59,11 @@ std::string render_markdown(const Report& r) {
   if (!r.ran || !r.verified) {
     bool config = false;
     for (auto& f : r.findings) config = config || f.check == "config-error";
-    o << (config ? "- not run: the plan has config errors\n"
-                 : "- not measured: the trace holds no run of both engines with an end-to-end "
-                   "comparison\n");
+    o << (r.command == "lint" ? "- not measured: lint does not run the plan; bo-doctor check "
+                                "--format markdown measures it\n"
+          : config ? "- not run: the plan has config errors\n"
+                   : "- not measured: the trace holds no run of both engines with an end-to-end "
+                     "comparison\n");
   } else {
     const Trace& run = *r.trace;
     double cosine = 1;
@@ -64,15 +72,18 @@ std::string render_markdown(const Report& r) {
     std::snprintf(cs, sizeof cs, "%.6f", cosine);
     o << "- B1 weight BOs: " << mechanism(r, true) << "\n"
       << "- B2 intermediate BOs: " << mechanism(r, false) << "\n"
-      << "- Host/wall time before: " << ms(run.noreuse.wall_s()) << " (no reuse: "
+      << "- Host/wall time before: " << per_call(run.noreuse) << " (no reuse: "
       << run.noreuse.h2d_bytes << " bytes host->device, " << run.noreuse.writes << " BO writes)\n"
-      << "- Host/wall time after:  " << ms(run.reuse.wall_s()) << " (reuse: " << run.reuse.h2d_bytes
+      << "- Host/wall time after:  " << per_call(run.reuse) << " (reuse: " << run.reuse.h2d_bytes
       << " bytes host->device, " << run.reuse.writes << " BO writes)\n"
+      << "- First call of each bo_key (BO allocation, first touch), kept apart: "
+      << ms(run.noreuse.first_calls_s) << " before, " << ms(run.reuse.first_calls_s) << " after\n"
       << "- Cosine vs baseline: " << cs  // the notes template's fixed label
       << "  | end-to-end verify: " << (r.verify.pass ? "PASS" : "FAIL") << "\n";
     o << "\n_Measured by bo-doctor " << BOD_VERSION << " on the " << run.header.backend << " backend"
       << (run.header.host_emulated ? " (host-emulated kernels)" : "") << ", " << run.calls.size()
-      << " calls; times are one run of each engine in the same process._\n";
+      << " calls; per-call times are steady-state medians over the calls after each bo_key's "
+         "first (" << run.reuse.steady_calls << " calls), both engines in the same process._\n";
   }
   if (!r.findings.empty()) {
     o << "\n| severity | check | call | kernel | bo_key | slot | message |\n"
@@ -83,7 +94,7 @@ std::string render_markdown(const Report& r) {
         << (f.slot >= 0 ? std::to_string(f.slot) + " " + f.slot_name : "") << " | " << f.message
         << " |\n";
   }
-  o << "\nVerdict: **" << (r.has_error() ? "FAIL" : "PASS") << "**\n";
+  o << "\nVerdict: **" << (r.fails() ? "FAIL" : "PASS") << "**\n";
   return o.str();
 }
 

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "core/hash.h"
+#include "core/suggest.h"
 #include "report/report.h"
 
 namespace bod {
@@ -15,12 +16,19 @@ std::string fmt(const char* f, double v) {
   return b;
 }
 
-void finding(std::ostringstream& o, const Report& r, const Finding& f) {
-  // "model.json:/json/pointer", or a recorded call's own "file.py:42" when there is no model.
-  o << r.model_path;
-  if (!f.path.empty()) o << (r.model_path.empty() ? "" : ":") << f.path;
-  o << ": " << severity_name(f.severity) << "[" << f.check << "]";
+std::string where(const TraceCall* c) {
+  if (!c) return "";
+  std::string w = c->where();
+  return w.empty() ? c->phase : w;
+}
+
+// One group of findings: the lead finding in full, the rest as the slots, keys and calls
+// they add.
+void group(std::ostringstream& o, const Report& r, const FindingGroup& g) {
+  const Finding& f = r.findings[g.lead];
+  o << r.location(f.path) << ": " << severity_name(g.severity) << "[" << f.check << "]";
   if (f.latent) o << " (latent)";
+  if (g.status != FindingStatus::active) o << " (" << finding_status_name(g.status) << ")";
   o << ": " << f.message << "\n";
   if (f.call) {
     o << "    at call " << f.call << " (" << f.phase;
@@ -35,20 +43,72 @@ void finding(std::ostringstream& o, const Report& r, const Finding& f) {
                                                std::to_string(f.key_first_call))
         << "\n";
   }
-  if (f.occurrences > 1)
+  if (g.members.size() > 1) {
+    std::vector<std::string> calls;
+    for (int c : g.calls) calls.push_back(std::to_string(c));
+    o << "    one cause, " << g.members.size() << " findings: ";
+    if (g.slots.size() > 1) o << g.slots.size() << " slots " << name_list(g.slots, 8) << "; ";
+    if (g.bo_keys.size() > 1) o << g.bo_keys.size() << " bo_keys " << name_list(g.bo_keys, 4) << "; ";
+    o << "first seen at call" << (calls.size() > 1 ? "s " : " ") << name_list(calls, 8) << " ("
+      << g.occurrences << " occurrences)\n";
+  } else if (f.occurrences > 1) {
     o << "    seen on " << f.occurrences << " calls (last: call " << f.last_call << ")\n";
+  }
+  if (f.status == FindingStatus::known) o << "    known: in the baseline (fingerprint " << f.fingerprint << ")\n";
+  if (f.status == FindingStatus::suppressed) o << "    suppressed: " << f.status_reason << "\n";
   for (auto& [k, v] : f.evidence) o << "    " << k << ": " << v << "\n";
   o << "    fix: " << f.fix << "\n";
+}
+
+// The first bad call at a glance: the first error finding and the first diverging call.
+void first_bad(std::ostringstream& o, const Report& r) {
+  const Finding* first = nullptr;
+  for (auto& f : r.findings)
+    if (f.status == FindingStatus::active && f.severity == Severity::error && f.call &&
+        (!first || f.call < first->call || (f.call == first->call && first->latent && !f.latent)))
+      first = &f;
+  int diverged = 0;
+  if (r.trace && r.trace->header.caps.no_reuse)
+    for (auto& c : r.trace->calls)
+      if (c.diverged()) {
+        diverged = c.number;
+        break;
+      }
+  if (diverged) {
+    const TraceCall* c = r.trace->call(diverged);
+    o << "first divergence: call " << diverged << ", " << where(c) << ", " << c->kernel << "\n";
+  }
+  if (first) {
+    o << "first error: call " << first->call << ", " << where(r.trace ? r.trace->call(first->call) : nullptr)
+      << ", " << first->kernel;
+    if (first->slot >= 0) o << " slot " << first->slot << " (" << first->slot_name << ")";
+    o << " -- " << first->check << "\n";
+  }
+  if (diverged || first) o << "\n";
 }
 }  // namespace
 
 std::string render_text(const Report& r) {
   std::ostringstream o;
-  int counts[3] = {0, 0, 0};
+  int counts[3] = {0, 0, 0}, known = 0, suppressed = 0;
   for (auto& f : r.findings) {
-    finding(o, r, f);
-    counts[static_cast<int>(f.severity)]++;
+    if (f.status == FindingStatus::active) counts[static_cast<int>(f.severity)]++;
+    known += f.status == FindingStatus::known;
+    suppressed += f.status == FindingStatus::suppressed;
   }
+  first_bad(o, r);
+  size_t shown = 0, hidden_findings = 0;
+  for (auto& g : r.groups) {
+    if (r.gate.print_limit && shown >= r.gate.print_limit) {
+      hidden_findings += g.members.size();
+      continue;
+    }
+    group(o, r, g);
+    ++shown;
+  }
+  if (shown < r.groups.size())
+    o << "... " << r.groups.size() - shown << " more finding group(s) (" << hidden_findings
+      << " findings) not shown; --print-limit 0 shows all, --format json lists every finding\n";
   if (!r.gaps.empty()) {
     o << "\nchecks this trace could not feed:\n";
     for (auto& g : r.gaps)
@@ -102,6 +162,8 @@ std::string render_text(const Report& r) {
       t("dispatch time       ", run.reuse.dispatch_s, run.noreuse.dispatch_s);
       t("read time           ", run.reuse.read_s, run.noreuse.read_s);
       t("engine wall time    ", run.reuse.wall_s(), run.noreuse.wall_s());
+      t("steady call median  ", run.reuse.steady_median_s, run.noreuse.steady_median_s);
+      t("first calls of keys ", run.reuse.first_calls_s, run.noreuse.first_calls_s);
     }
   }
   if (r.verified) {
@@ -131,8 +193,12 @@ std::string render_text(const Report& r) {
   }
   o << "\n" << r.command << " " << r.subject << ": " << counts[2] << " error(s), " << counts[1]
     << " warning(s), " << counts[0] << " note(s)";
+  if (r.groups.size() < r.findings.size()) o << " in " << r.groups.size() << " group(s)";
+  if (known) o << ", " << known << " known (baseline)";
+  if (suppressed) o << ", " << suppressed << " suppressed";
   if (r.trace) o << ", " << r.trace->calls.size() << " calls";
-  o << " -> " << (r.has_error() ? "FAIL" : "PASS") << "\n";
+  if (r.gate.fail_on != FailOn::error) o << ", fail-on " << fail_on_name(r.gate.fail_on);
+  o << " -> " << (r.fails() ? "FAIL" : "PASS") << "\n";
   return o.str();
 }
 

@@ -12,10 +12,20 @@
 
 namespace bod {
 
-bool Report::has_error() const {
+bool Report::fails() const {
+  if (gate.fail_on == FailOn::never) return false;
   for (auto& f : findings)
-    if (f.severity == Severity::error) return true;
-  return false;  // exit 1 and "fail" mean an error finding (README, exit codes)
+    if (f.status == FindingStatus::active && static_cast<int>(f.severity) >= static_cast<int>(gate.fail_on))
+      return true;
+  return false;  // exit 1 and "fail" (README, exit codes)
+}
+
+std::string Report::location(const std::string& pointer) const {
+  auto it = positions.find(pointer);
+  if (it != positions.end())
+    return model_path + ":" + std::to_string(it->second.line) + ":" + std::to_string(it->second.col);
+  if (pointer.empty()) return model_path;
+  return model_path.empty() ? pointer : model_path + ":" + pointer;
 }
 
 Report build_report(const std::string& command, const Trace& t, bool timings,
@@ -38,6 +48,7 @@ Report build_report(const std::string& command, const Trace& t, bool timings,
   if (r.ran) r.keys = key_table(t);
   if (command != "lint") r.gaps = coverage_gaps(t);
   r.findings = sink.sorted();
+  (void)apply_gate(r, GateOptions{});  // the default gate cannot fail: no suppressions
   return r;
 }
 

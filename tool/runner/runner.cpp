@@ -52,14 +52,40 @@ class Runner {
 
   Trace run() {
     auto t0 = Clock::now();
+    std::vector<double> steady[2];  // per engine: times of calls after their key's first
+    size_t done = 0;
     for (auto& step : p_.order) {
-      if (step.is_call) call(p_.calls[step.index]);
-      else host(p_.hosts[step.index]);
+      if (opt_.progress) opt_.progress(done, p_.order.size());
+      ++done;
+      if (!step.is_call) {
+        host(p_.hosts[step.index]);
+        continue;
+      }
+      const PlanCall& c = p_.calls[step.index];
+      double before[2] = {t_.reuse.wall_s(), t_.noreuse.wall_s()};
+      call(c);
+      EngineFigures* f[2] = {&t_.reuse, &t_.noreuse};
+      for (int e = 0; e < 2; ++e) {
+        double spent = f[e]->wall_s() - before[e];
+        if (c.key_first_call == c.number) f[e]->first_calls_s += spent;
+        else steady[e].push_back(spent);
+      }
+    }
+    if (opt_.progress) opt_.progress(done, p_.order.size());
+    for (int e = 0; e < 2; ++e) {
+      EngineFigures& f = e ? t_.noreuse : t_.reuse;
+      std::vector<double>& v = steady[e];
+      f.steady_calls = static_cast<long>(v.size());
+      if (!v.empty()) {
+        std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
+        f.steady_median_s = v[v.size() / 2];
+      }
     }
     if (opt_.no_reuse) verify();
     t_.wall_s = since(t0);
     if (!opt_.timings) {
-      for (EngineFigures* f : {&t_.reuse, &t_.noreuse}) f->write_s = f->dispatch_s = f->read_s = 0;
+      for (EngineFigures* f : {&t_.reuse, &t_.noreuse})
+        f->write_s = f->dispatch_s = f->read_s = f->steady_median_s = f->first_calls_s = 0;
       t_.wall_s = 0;
     }
     return std::move(t_);

@@ -4,6 +4,7 @@
 // it as a Trace and judges nothing: the checks (checks/) and analyses (tool/analysis/) read
 // the Trace.
 #pragma once
+#include <functional>
 #include <string>
 
 #include "plan/plan.h"
@@ -21,6 +22,9 @@ struct RunOptions {
   bool probe_all = false;
   int probe_calls_per_key = 2;
   bool timings = false;  // keep measured times in the trace's figures
+  // Called before each step and once at the end with (steps done, steps in all): the CLI's
+  // progress line and its --timeout (which throws FatalError to stop the run).
+  std::function<void(size_t, size_t)> progress;
 };
 
 // The plan alone as a Trace: every call's identity, host arrays (no hashes), placements and

@@ -187,6 +187,12 @@ struct EngineFigures {
   long calls = 0;
   double write_s = 0, dispatch_s = 0, read_s = 0;
   double wall_s() const { return write_s + dispatch_s + read_s; }
+  // Steady state, what reuse saves in a running engine: the median engine time (write +
+  // dispatch + read) of one call over the calls after their bo_key's first call, and the total
+  // of those first calls (BO allocation and first touch of new memory), kept apart.
+  double steady_median_s = 0;
+  long steady_calls = 0;
+  double first_calls_s = 0;
 };
 
 struct Trace {

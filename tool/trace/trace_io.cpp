@@ -259,6 +259,9 @@ std::string trace_figures_line(const Trace& t, TraceEngine e) {
     j["seconds"]["write"] = num(f.write_s);
     j["seconds"]["dispatch"] = num(f.dispatch_s);
     j["seconds"]["read"] = num(f.read_s);
+    j["seconds"]["steady_call_median"] = num(f.steady_median_s);
+    j["seconds"]["steady_calls"] = f.steady_calls;
+    j["seconds"]["first_calls"] = num(f.first_calls_s);
   }
   return dump(j);
 }
@@ -1157,10 +1160,16 @@ Status read_verify_event(Cursor& c, const rjson& o, ReadState& st) {
 Status read_seconds(Cursor& c, const rjson& o, EngineFigures& f) {
   BOD_TRY(const rjson* s, get_obj(c, o, "seconds"));
   auto in = c.in("seconds");
-  BOD_CHECK(only_keys(c, *s, {"write", "dispatch", "read"}));
+  BOD_CHECK(only_keys(c, *s, {"write", "dispatch", "read", "steady_call_median", "steady_calls",
+                              "first_calls"}));
   BOD_TRY(f.write_s, get_num(c, *s, "write"));
   BOD_TRY(f.dispatch_s, get_num(c, *s, "dispatch"));
   BOD_TRY(f.read_s, get_num(c, *s, "read"));
+  if (find(*s, "steady_call_median")) {  // optional: traces before these figures lack them
+    BOD_TRY(f.steady_median_s, get_num(c, *s, "steady_call_median"));
+    BOD_TRY(f.steady_calls, get_int(c, *s, "steady_calls", 0, LONG_MAX));
+    BOD_TRY(f.first_calls_s, get_num(c, *s, "first_calls"));
+  }
   return ok_status();
 }
 

@@ -1,0 +1,285 @@
+// One self-contained HTML page for the triage desk: verdict and summary on top, then the run
+// at a glance (a calls x slots map drawn on a canvas from data embedded in the page, cells
+// coloured by what the reuse engine did, marked where a finding or a divergence lies), the
+// per-key first-call vs later-call table, the divergence of each output over the calls, and
+// every finding group with its fix. No network: styles, script and data are inline.
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/suggest.h"
+#include "report/report.h"
+
+namespace bod {
+
+namespace {
+using J = nlohmann::ordered_json;
+
+std::string esc(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '"': o += "&quot;"; break;
+      default: o += c;
+    }
+  }
+  return o;
+}
+
+// JSON inside <script>: "</" must not close the element.
+std::string script_json(const J& j) {
+  std::string s = j.dump();
+  std::string o;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '<') o += "\\u003c";
+    else o += s[i];
+  }
+  return o;
+}
+
+// The map's cell codes: what the reuse engine did with a slot on a call.
+//   W written   S skipped (static)   I skipped (intermediate)   P pooled (shared_nonstatic)
+//   A aliased (shared_alias)   K kept, not written (other)   U no BO (unbound)   F call raised
+char action(const TraceCall& c, const TraceSlot& s, bool ran) {
+  if (c.failed) return 'F';
+  if (s.place.pool == BoPool::unbound) return 'U';
+  if (s.place.pool == BoPool::alias) return 'A';
+  if (s.place.pool == BoPool::shared) return 'P';
+  bool written = ran ? s.written : !(c.is_static(s.slot) && !c.first_of_key()) &&
+                                       !c.is_inter(s.slot);
+  if (written) return 'W';
+  if (c.is_static(s.slot)) return 'S';
+  if (c.is_inter(s.slot)) return 'I';
+  return 'K';
+}
+
+std::string fmt(const char* f, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+// An SVG plot of 1 - cosine (reuse vs no reuse) per output slot over the calls.
+std::string divergence_plot(const Trace& t) {
+  std::map<std::string, std::vector<std::pair<int, double>>> series;
+  for (auto& c : t.calls)
+    for (auto& o : c.outputs_cmp) {
+      std::string name = c.kernel + "." + (o.slot >= 0 && static_cast<size_t>(o.slot) < c.slots.size()
+                                               ? c.slots[static_cast<size_t>(o.slot)].name
+                                               : std::to_string(o.slot));
+      double d = std::isfinite(o.cosine) ? std::min(1.0, std::max(0.0, 1 - o.cosine)) : 1.0;
+      if (o.nan_reuse || o.inf_reuse) d = 1.0;
+      series[name].push_back({c.number, d});
+    }
+  if (series.empty()) return "<p>No per-call output comparison in this trace.</p>\n";
+  const int W = 900, H = 160, L = 50, B = 20;
+  double n = std::max<size_t>(t.calls.size(), 1);
+  std::ostringstream o;
+  o << "<svg id=\"divplot\" width=\"" << W << "\" height=\"" << H + B
+    << "\" role=\"img\" aria-label=\"divergence per output over calls\">\n"
+    << "<line x1=\"" << L << "\" y1=\"" << H << "\" x2=\"" << W << "\" y2=\"" << H
+    << "\" stroke=\"#888\"/><line x1=\"" << L << "\" y1=\"0\" x2=\"" << L << "\" y2=\"" << H
+    << "\" stroke=\"#888\"/>\n"
+    << "<text x=\"2\" y=\"12\" font-size=\"10\">1-cos 1</text><text x=\"2\" y=\"" << H
+    << "\" font-size=\"10\">0</text><text x=\"" << W - 60 << "\" y=\"" << H + 14
+    << "\" font-size=\"10\">call " << t.calls.size() << "</text>\n";
+  static const char* colours[] = {"#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e",
+                                  "#8c564b", "#e377c2", "#17becf"};
+  size_t i = 0;
+  for (auto& [name, pts] : series) {
+    const char* col = colours[i++ % 8];
+    o << "<polyline class=\"series\" data-output=\"" << esc(name) << "\" fill=\"none\" stroke=\""
+      << col << "\" stroke-width=\"1\" points=\"";
+    for (auto& [call, d] : pts)
+      o << fmt("%.1f", L + (W - L) * (call / n)) << "," << fmt("%.1f", H - (H - 4) * d) << " ";
+    o << "\"><title>" << esc(name) << "</title></polyline>\n";
+  }
+  o << "</svg>\n<p class=\"legend\">";
+  i = 0;
+  for (auto& kv : series)
+    o << "<span style=\"color:" << colours[i++ % 8] << "\">&#9632;</span> " << esc(kv.first) << " ";
+  o << "</p>\n";
+  return o.str();
+}
+
+const char* kStyle = R"(
+body{font:14px/1.4 system-ui,sans-serif;margin:20px;color:#222}
+h1{font-size:20px;margin:0 0 8px} h2{font-size:16px;margin:24px 0 8px}
+.verdict{display:inline-block;padding:2px 10px;border-radius:4px;color:#fff;font-weight:bold}
+.pass{background:#2a7d2a}.fail{background:#c0392b}
+table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}
+th{background:#f0f0f0}td.l{text-align:left}
+.finding{border-left:4px solid #999;padding:4px 10px;margin:8px 0;background:#fafafa}
+.finding.error{border-color:#c0392b}.finding.warning{border-color:#e67e22}.finding.note{border-color:#3498db}
+.finding .ev{font-family:monospace;font-size:12px;color:#444;white-space:pre-wrap}
+#mapwrap{position:relative;overflow:auto;max-height:80vh;border:1px solid #ccc;display:inline-block}
+#tip{position:fixed;pointer-events:none;background:#333;color:#fff;padding:4px 8px;font-size:12px;border-radius:3px;display:none;white-space:pre}
+.key span{display:inline-block;width:12px;height:12px;margin:0 4px 0 12px;vertical-align:middle}
+)";
+
+const char* kScript = R"(
+(function(){
+var d=JSON.parse(document.getElementById('data').textContent);
+var colours={W:'#4e79a7',S:'#59a14f',I:'#edc948',P:'#b07aa1',A:'#f28e2b',K:'#bab0ac',U:'#eeeeee',F:'#000000',' ':'#ffffff'};
+var rows=d.calls.length,cols=d.cols;
+var ch=Math.max(2,Math.min(12,Math.floor(30000/Math.max(rows,1))));
+var cw=Math.max(8,Math.min(24,Math.floor(900/Math.max(cols,1))));
+var label=230;
+var cv=document.getElementById('map');
+cv.width=label+cols*cw+2;cv.height=Math.max(rows*ch,1);
+var g=cv.getContext('2d');
+g.font=Math.min(ch,11)+'px monospace';g.textBaseline='top';
+var marks={};
+d.marks.forEach(function(m){marks[m[0]+':'+m[1]]=m[2];});
+var prev='';
+for(var r=0;r<rows;r++){
+  var c=d.calls[r],y=r*ch,acts=c[6];
+  var grp=c[1]+' t='+c[2];
+  if(grp!==prev){g.fillStyle='#ddd';g.fillRect(0,y,cv.width,1);prev=grp;}
+  if(ch>=8){g.fillStyle='#333';g.fillText(c[0]+' '+c[1]+(c[2]>=0?' t='+c[2]:'')+(c[3]>=0?' l='+c[3]:'')+' '+c[4],2,y);}
+  else if(c[7]){g.fillStyle='#c0392b';g.fillRect(label-6,y,4,ch);}
+  for(var s=0;s<cols;s++){
+    var a=s<acts.length?acts[s]:' ';
+    g.fillStyle=colours[a]||'#fff';
+    g.fillRect(label+s*cw,y,cw-1,Math.max(ch-1,1));
+    var m=marks[c[0]+':'+s];
+    if(m){g.strokeStyle=m==='error'?'#c0392b':m==='warning'?'#e67e22':m==='diverged'?'#000':'#3498db';
+      g.lineWidth=2;g.strokeRect(label+s*cw+1,y+0.5,cw-3,Math.max(ch-2,1));}
+  }
+}
+cv.dataset.rows=rows;cv.dataset.cols=cols;cv.dataset.drawn='1';
+var tip=document.getElementById('tip');
+var names={W:'written',S:'skipped (static)',I:'skipped (intermediate)',P:'pooled (shared_nonstatic)',A:'aliased (shared_alias)',K:'kept, not written',U:'no BO (unbound)',F:'the call raised'};
+cv.addEventListener('mousemove',function(e){
+  var b=cv.getBoundingClientRect(),x=e.clientX-b.left,y=e.clientY-b.top;
+  var r=Math.floor(y/ch),s=Math.floor((x-label)/cw);
+  if(r<0||r>=rows||s<0||s>=cols){tip.style.display='none';return;}
+  var c=d.calls[r],a=c[6][s];if(!a){tip.style.display='none';return;}
+  var k=d.kernels[c[4]]||[];
+  tip.textContent='call '+c[0]+' '+c[1]+(c[2]>=0?' t='+c[2]:'')+(c[3]>=0?' l='+c[3]:'')+'\n'+c[4]+' slot '+s+' ('+(k[s]||'')+')\nbo_key '+c[5]+'\n'+(names[a]||a)+(marks[c[0]+':'+s]?'\n'+marks[c[0]+':'+s]:'');
+  tip.style.left=(e.clientX+12)+'px';tip.style.top=(e.clientY+12)+'px';tip.style.display='block';
+});
+cv.addEventListener('mouseleave',function(){tip.style.display='none';});
+})();
+)";
+
+}  // namespace
+
+std::string render_html(const Report& r) {
+  int counts[3] = {0, 0, 0};
+  for (auto& f : r.findings)
+    if (f.status == FindingStatus::active) counts[static_cast<int>(f.severity)]++;
+  std::ostringstream o;
+  o << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>bo-doctor "
+    << esc(r.command) << " " << esc(r.subject) << "</title>\n<style>" << kStyle << "</style></head>\n<body>\n";
+  o << "<h1>bo-doctor " << esc(r.command) << ": " << esc(r.model_name.empty() ? r.subject : r.model_name)
+    << "</h1>\n<p><span id=\"verdict\" class=\"verdict " << r.verdict() << "\">"
+    << (r.fails() ? "FAIL" : "PASS") << "</span> <span id=\"counts\" data-errors=\"" << counts[2]
+    << "\" data-warnings=\"" << counts[1] << "\" data-notes=\"" << counts[0] << "\">" << counts[2]
+    << " error(s), " << counts[1] << " warning(s), " << counts[0] << " note(s) in "
+    << r.groups.size() << " group(s)";
+  if (r.trace) o << ", " << r.trace->calls.size() << " calls";
+  o << "</span> &middot; " << esc(r.subject) << " &middot; fail-on " << fail_on_name(r.gate.fail_on)
+    << "</p>\n";
+  // First bad call, as in the text report.
+  if (r.trace) {
+    const Finding* first = nullptr;
+    for (auto& f : r.findings)
+      if (f.status == FindingStatus::active && f.severity == Severity::error && f.call &&
+          (!first || f.call < first->call))
+        first = &f;
+    if (first)
+      o << "<p id=\"first-error\">First error: call " << first->call << " ("
+        << esc(r.trace->call(first->call)->where()) << "), " << esc(first->kernel)
+        << (first->slot >= 0 ? " slot " + std::to_string(first->slot) + " (" + esc(first->slot_name) + ")" : "")
+        << " &mdash; " << esc(first->check) << "</p>\n";
+  }
+
+  // The map's data: calls (number, phase, token, layer, kernel, bo_key, actions, diverged),
+  // kernels' slot names, and marks (call, slot, what).
+  J calls = J::array(), kernels = J::object(), marks = J::array();
+  size_t cols = 0;
+  if (r.trace) {
+    bool ran = r.trace->header.caps.run;
+    for (auto& k : r.trace->header.kernels) {
+      J names = J::array();
+      for (auto& s : k.slots) names.push_back(s.name);
+      kernels[k.name] = names;
+    }
+    for (auto& c : r.trace->calls) {
+      std::string acts;
+      for (auto& s : c.slots) {
+        acts += action(c, s, ran);
+        if (s.diff_bytes) marks.push_back({c.number, s.slot, "diverged"});
+      }
+      cols = std::max(cols, c.slots.size());
+      calls.push_back({c.number, c.phase, c.token, c.layer, c.kernel, c.bo_key, acts, c.diverged()});
+    }
+    for (auto& f : r.findings) {
+      if (!f.call || f.slot < 0) continue;
+      marks.push_back({f.call, f.slot, severity_name(f.severity)});
+      if (f.last_call != f.call) marks.push_back({f.last_call, f.slot, severity_name(f.severity)});
+    }
+  }
+  J data{{"calls", calls}, {"kernels", kernels}, {"marks", marks}, {"cols", cols}};
+
+  o << "<h2>The run at a glance</h2>\n<p class=\"key\">Rows: calls in order (grouped by phase "
+       "and token); columns: slots."
+    << "<span style=\"background:#4e79a7\"></span>written<span style=\"background:#59a14f\"></span>"
+       "skipped static<span style=\"background:#edc948\"></span>skipped intermediate"
+       "<span style=\"background:#b07aa1\"></span>pooled<span style=\"background:#f28e2b\"></span>"
+       "aliased<span style=\"background:#bab0ac\"></span>kept<span style=\"background:#000\"></span>"
+       "raised; outlined: a finding (red error, orange warning, blue note) or black: bytes "
+       "differ from no reuse</p>\n"
+    << "<div id=\"mapwrap\"><canvas id=\"map\" data-calls=\"" << calls.size() << "\"></canvas></div>\n"
+    << "<div id=\"tip\"></div>\n";
+
+  if (r.ran) {
+    o << "<h2>bo_key: first call vs later calls</h2>\n<table id=\"keys\"><tr><th>bo_key</th><th>kernel</th>"
+         "<th>first call</th><th>calls</th><th>first diverged</th><th>later diverged</th>"
+         "<th>min cos (first)</th><th>min cos (later)</th><th>NaN/Inf (later)</th></tr>\n";
+    for (auto& k : r.keys)
+      o << "<tr><td class=\"l\">" << esc(k.bo_key) << "</td><td class=\"l\">" << esc(k.kernel)
+        << "</td><td>" << k.first_call << "</td><td>" << k.calls << "</td><td>" << k.first_diverged
+        << "</td><td>" << k.later_diverged << "</td><td>" << fmt("%.6f", k.first_min_cosine)
+        << "</td><td>" << fmt("%.6f", k.later_min_cosine) << "</td><td>" << k.later_nan
+        << "</td></tr>\n";
+    o << "</table>\n<h2>Divergence per output over calls (1 - cosine, reuse vs no reuse)</h2>\n"
+      << divergence_plot(*r.trace);
+  }
+
+  o << "<h2>Findings</h2>\n";
+  if (r.groups.empty()) o << "<p>No findings.</p>\n";
+  for (auto& g : r.groups) {
+    const Finding& f = r.findings[g.lead];
+    o << "<div class=\"finding " << severity_name(g.severity) << "\" data-check=\"" << esc(f.check)
+      << "\" data-status=\"" << finding_status_name(g.status) << "\" data-findings=\""
+      << g.members.size() << "\">\n<b>" << severity_name(g.severity) << "[" << esc(f.check)
+      << "]</b>" << (g.status != FindingStatus::active ? std::string(" (") + finding_status_name(g.status) + ")" : "")
+      << ": " << esc(f.message) << "<br>\n<small>" << esc(r.location(f.path));
+    if (f.call)
+      o << " &middot; call " << f.call << " (" << esc(f.phase) << ") kernel " << esc(f.kernel)
+        << ", bo_key '" << esc(f.bo_key) << "'";
+    o << "</small>\n";
+    if (g.members.size() > 1) {
+      std::vector<std::string> cs;
+      for (int c : g.calls) cs.push_back(std::to_string(c));
+      o << "<br><small>one cause, " << g.members.size() << " findings: slots "
+        << esc(name_list(g.slots, 12)) << "; bo_keys " << esc(name_list(g.bo_keys, 6)) << "; calls "
+        << esc(name_list(cs, 12)) << "</small>\n";
+    }
+    o << "<div class=\"ev\">";
+    for (auto& [k, v] : f.evidence) o << esc(k) << ": " << esc(v) << "\n";
+    o << "</div><b>Fix:</b> " << esc(f.fix) << "\n</div>\n";
+  }
+  o << "<script type=\"application/json\" id=\"data\">" << script_json(data) << "</script>\n"
+    << "<script>" << kScript << "</script>\n</body></html>\n";
+  return o.str();
+}
+
+}  // namespace bod
