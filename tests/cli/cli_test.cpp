@@ -19,33 +19,14 @@ namespace {
 namespace fs = std::filesystem;
 using testing::slurp;
 
-struct Proc {
-  int code = -1;
-  std::string out, err;
-};
-
-
-std::string quote(const std::string& s) {
-  std::string r = "'";
-  for (char c : s) r += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return r + "'";
-}
+using testing::Proc;
+using testing::quote;
 
 class Cli : public testing::ScratchDirTest {
  protected:
   Cli() : ScratchDirTest("bod_cli_test") {}
   // Runs the binary with `args` (already shell-quoted where needed).
-  Proc run(const std::string& args) {
-    fs::path out = dir_ / "stdout", err = dir_ / "stderr";
-    std::string cmd = quote(BOD_BINARY) + " " + args + " >" + quote(out.string()) + " 2>" +
-                      quote(err.string()) + " </dev/null";
-    int st = std::system(cmd.c_str());
-    Proc r;
-    r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    r.out = slurp(out);
-    r.err = slurp(err);
-    return r;
-  }
+  Proc run(const std::string& args) { return testing::run_shell(dir_, quote(BOD_BINARY) + " " + args); }
   static std::string llama() {
     return quote(std::string(BOD_FIXTURES_DIR) + "/models/llama-tiny/model.json");
   }

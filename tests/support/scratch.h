@@ -2,7 +2,10 @@
 // (removed afterwards) and reading a whole file. One copy, shared by every such test.
 #pragma once
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <cstdlib>
 
 #include <filesystem>
 #include <fstream>
@@ -40,5 +43,31 @@ class ScratchDirTest : public ::testing::Test {
  private:
   std::string prefix_;
 };
+
+// A shell word: 'text' with embedded quotes escaped.
+inline std::string quote(const std::string& s) {
+  std::string r = "'";
+  for (char c : s) r += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return r + "'";
+}
+
+// What a process did: exit code (-1: killed by a signal), stdout, stderr.
+struct Proc {
+  int code = -1;
+  std::string out, err;
+};
+
+// Runs a shell command line with stdin from /dev/null, its stdout and stderr caught in files
+// under `dir`.
+inline Proc run_shell(const std::filesystem::path& dir, const std::string& cmdline) {
+  std::filesystem::path out = dir / "stdout", err = dir / "stderr";
+  std::string cmd = cmdline + " >" + quote(out.string()) + " 2>" + quote(err.string()) + " </dev/null";
+  int st = std::system(cmd.c_str());
+  Proc r;
+  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
 
 }  // namespace bod::testing

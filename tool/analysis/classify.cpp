@@ -158,7 +158,7 @@ std::string render_classify_text(const std::string& model, const std::vector<Sit
         << (a.corrupts ? " [corrupts results]" : "") << "\n";
     }
   }
-  o << "\nclassify " << model << ": " << sites.size() << " call sites, " << disagreements
+  o << "\nbo-doctor classify " << model << ": " << sites.size() << " call sites, " << disagreements
     << " disagreement(s) with the declared reuse settings"
     << (any_corrupting(sites) ? "; the declared settings corrupt results -> FAIL\n" : " -> PASS\n");
   return o.str();
@@ -188,7 +188,7 @@ std::string render_classify_json(const std::string& model, const std::vector<Sit
                                     {"bytes_saved_per_later_call", s.recommended_saving}}},
                    {"slots", slots}});
   }
-  J j{{"schema_version", 2}, {"command", "classify"}, {"model", model},
+  J j{{"schema_version", 2}, {"tool", "bo-doctor"}, {"command", "classify"}, {"model", model},
       {"verdict", any_corrupting(sites) ? "fail" : "pass"}, {"sites", arr}};
   return j.dump(2) + "\n";
 }

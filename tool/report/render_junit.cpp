@@ -66,8 +66,10 @@ std::string render_junit(const Report& r) {
       std::string k = (c.ns.empty() ? "" : c.ns + "/") + c.bo_key;
       if (first.emplace(k, &c).second) keys.push_back(k);
     }
+  // Checks the trace could not feed at all are skipped (lint's plan-only trace included).
+  std::vector<CoverageGap> all_gaps = r.trace ? coverage_gaps(*r.trace) : r.gaps;
   std::map<std::string, const CoverageGap*> gaps;
-  for (auto& g : r.gaps)
+  for (auto& g : all_gaps)
     if (!g.partly) gaps[g.check] = &g;
   auto fails = [&](const Finding& f) {
     return f.status == FindingStatus::active && r.gate.fail_on != FailOn::never &&

@@ -191,7 +191,7 @@ std::string render_text(const Report& r) {
       o << "  the no-reuse dataflow ran " << v.noreuse_extra_calls
         << " calls of its own after the dataflows split\n";
   }
-  o << "\n" << r.command << " " << r.subject << ": " << counts[2] << " error(s), " << counts[1]
+  o << "\nbo-doctor " << r.command << " " << r.subject << ": " << counts[2] << " error(s), " << counts[1]
     << " warning(s), " << counts[0] << " note(s)";
   if (r.groups.size() < r.findings.size()) o << " in " << r.groups.size() << " group(s)";
   if (known) o << ", " << known << " known (baseline)";
