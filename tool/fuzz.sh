@@ -3,6 +3,7 @@
 # for SECONDS (default 60) on a corpus seeded from the fixtures; prints the executions per
 # harness and stops at the first crash (its input is left in the build folder). docs/robustness.md.
 #   tool/fuzz.sh [SECONDS] [HARNESS...]     (harnesses: fuzz_model fuzz_check fuzz_trace fuzz_tensor)
+# FUZZ_BUILD_DIR: the build folder (default build-fuzz/); FUZZ_JOBS: build jobs (default: nproc).
 set -euo pipefail
 secs=${1:-60}
 shift || true
@@ -16,7 +17,7 @@ CC=clang CXX=clang++ cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebI
   -DBO_DOCTOR_WITH_XRT=OFF \
   -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined" \
   >/dev/null
-cmake --build "$build" -j"$(nproc)" --target "${harnesses[@]}" >/dev/null
+cmake --build "$build" -j"${FUZZ_JOBS:-$(nproc)}" --target "${harnesses[@]}" >/dev/null
 
 # Seed corpora: every fixture model, the committed traces, a few tensor files.
 seeds=$build/seeds

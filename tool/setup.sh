@@ -6,6 +6,8 @@
 #   tool/setup.sh large  build, then the real-size llama32-1b fixtures (slow; not part of `test`)
 #   tool/setup.sh asan   build with ASan + UBSan into build-asan/ (no XRT) and run the test suite
 #   tool/setup.sh fuzz   build the libFuzzer harnesses with clang and run each briefly (tool/fuzz.sh)
+#   tool/setup.sh fuzz-smoke  the CI run: every harness for FUZZ_SMOKE_SECONDS (default 20), failing
+#                        on any crash, timeout or out-of-memory (build folder: FUZZ_BUILD_DIR)
 #   tool/setup.sh build  build only
 set -euo pipefail
 job=${1:-demo}
@@ -40,6 +42,11 @@ if [ "$job" = asan ]; then
   exec ctest --output-on-failure -j"$(nproc)" -LE large
 fi
 if [ "$job" = fuzz ]; then exec bash "$here/tool/fuzz.sh" "${FUZZ_SECONDS:-30}"; fi
+if [ "$job" = fuzz-smoke ]; then
+  # A fixed, short run of every harness: tool/fuzz.sh exits 1 at the first crash and leaves its
+  # input in the build folder. docs/robustness.md gives the job's duration on 2 cores.
+  exec bash "$here/tool/fuzz.sh" "${FUZZ_SMOKE_SECONDS:-20}" fuzz_model fuzz_check fuzz_trace fuzz_tensor
+fi
 
 cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" -j"$(nproc)"
@@ -49,5 +56,5 @@ case "$job" in
   test) cd "$build" && exec ctest --output-on-failure -j"$(nproc)" -LE large ;;
   large) cd "$build" && exec ctest --output-on-failure -L large ;;
   build) ;;
-  *) echo "setup: unknown job '$job'; expected demo, test, large, asan, fuzz or build" >&2; exit 2 ;;
+  *) echo "setup: unknown job '$job'; expected demo, test, large, asan, fuzz, fuzz-smoke or build" >&2; exit 2 ;;
 esac

@@ -1,7 +1,8 @@
 // Hostile files and sizes (defects 10-12 of the hostile-input audit): a small model that
 // unrolls to millions of steps, a tensor declared far larger than its file, and inputs that
 // are not regular files. Each must be refused with exit 2 before it can exhaust memory or
-// block, with a message naming what to change.
+// block, with a message naming what to change. The model inputs are committed under
+// tests/data/hostile/ (README.md there); devices, FIFOs and the 64 MiB file are made here.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -28,6 +29,9 @@ namespace {
 namespace fs = std::filesystem;
 using testing::slurp;
 using ojson = nlohmann::ordered_json;
+
+// The committed inputs of the audit's defects.
+const std::string kHostileDir = std::string(BOD_FIXTURES_DIR) + "/../tests/data/hostile";
 
 ojson model() {
   return ojson::parse(R"({
@@ -66,9 +70,10 @@ class HostileFiles : public testing::ScratchDirTest {
 // 10. A 23 KB model expanding to millions of calls took > 5 GB: the plan's own metadata was
 // not counted against --max-memory. Now it is, as the expansion goes.
 TEST_F(HostileFiles, Defect10_PlanMetadataCountsAgainstMaxMemory) {
-  ojson j = model();
-  j["program"]["phases"][0]["steps"] = ojson::parse(
-      R"([{"loop": "i", "range": 1000000, "steps": [{"call": "k", "args": {"a": "x"}}]}])");
+  ojson j = ojson::parse(slurp(kHostileDir + "/huge_unroll.json"));
+  ASSERT_EQ(j["program"]["phases"][0]["steps"],
+            ojson::parse(R"([{"loop": "i", "range": 1000000, "steps": [
+                              {"call": "k", "args": {"a": "x"}}]}])"));
   auto m = parse_model(j.dump(), "mem/model.json");
   ASSERT_TRUE(m) << m.error().line();
   ExpandOptions o;
@@ -99,26 +104,29 @@ TEST_F(HostileFiles, Defect10_PlanMetadataCountsAgainstMaxMemory) {
 
 // 10, end to end: the CLI's --max-memory refuses with exit 2.
 TEST_F(HostileFiles, Defect10_LintRefusesHugeUnrollUnderMaxMemory) {
-  ojson j = model();
-  j["program"]["phases"][0]["steps"] = ojson::parse(
-      R"([{"loop": "i", "range": 1000000, "steps": [{"call": "k", "args": {"a": "x"}}]}])");
-  std::string mp = write("model.json", j.dump());
+  std::string mp = kHostileDir + "/huge_unroll.json";
   int code = 0;
   std::string err = run("lint --max-memory 0.004 '" + mp + "'", code);
   EXPECT_EQ(code, 2) << err;
   EXPECT_NE(err.find("--max-memory"), std::string::npos) << err;
 }
 
-// 11. A tensor declared as 1e9 floats backed by a 32-byte .npy allocated 3.8 GB before the
+// 11. A tensor declared as 1e9 floats backed by a two-float .npy allocated 3.8 GB before the
 // file's header was read. The file's size is checked first, before any allocation.
 TEST_F(HostileFiles, Defect11_DeclaredTensorLargerThanItsFile) {
-  float v[2] = {1, 2};
-  std::string f = (dir_ / "w.npy").string();
-  ASSERT_TRUE(save_npy(f, DType::f32, {2}, reinterpret_cast<const uint8_t*>(v)));
-  ojson j = model();
-  j["tensors"] = {{"w", {{"dtype", "f32"}, {"shape", {1000000000}}, {"file", f}}}};
-  auto m = parse_model(j.dump(), (dir_ / "model.json").string());
+  // The committed model declares w as [1000000000] f32 in a .npy of two floats (136 bytes).
+  std::string f = fs::path(kHostileDir + "/tensor_larger_than_file.npy").lexically_normal().string();
+  ASSERT_EQ(fs::file_size(f), 136u);
+  auto m = load_model(kHostileDir + "/tensor_larger_than_file.json");
   ASSERT_TRUE(m) << m.error().line();
+  ASSERT_EQ(m->tensors.size(), 1u);
+  ASSERT_EQ(m->tensors[0].file, f);
+  {  // the same file written by the library's own writer, byte for byte
+    float v[2] = {1, 2};
+    std::string own = (dir_ / "w.npy").string();
+    ASSERT_TRUE(save_npy(own, DType::f32, {2}, reinterpret_cast<const uint8_t*>(v)));
+    EXPECT_EQ(slurp(own), slurp(f));
+  }
   for (int pass = 0; pass < 2; ++pass) {
     Error e{"<no error>", ""};
     if (pass == 0) {

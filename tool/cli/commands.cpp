@@ -37,7 +37,7 @@ Result<Plan> load_plan(const CommandOptions& o, Model& m) {
   m = std::move(lm.value());
   ExpandOptions eo;
   if (!(o.max_memory_gib > 0) || o.max_memory_gib > 1 << 20)
-    return Error{"--max-memory", "expected a positive number of GiB"};
+    return Error{"--max-memory", "expected a number of GiB more than 0 and at most 1048576 (1 PiB)"};
   eo.max_bytes = static_cast<size_t>(o.max_memory_gib * double(1 << 30));
   auto p = expand(m, eo);
   if (!p) return p.error();

@@ -42,6 +42,7 @@ class Parser {
   };
   bool too_deep() const { return depth_ > kMaxExprDepth; }
   Error deep() {
+    --i_;  // the column of the '(' or '-' that opened one level too many
     return fail("nested deeper than " + std::to_string(kMaxExprDepth) +
                 " levels of parentheses or unary minus; expected at most " +
                 std::to_string(kMaxExprDepth));
@@ -102,9 +103,15 @@ class Parser {
     }
     if (std::isdigit(static_cast<unsigned char>(c))) {
       int64_t v = 0;
+      size_t b = i_;
       while (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_]))) {
-        if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, s_[i_++] - '0', &v))
-          return fail("number too large");
+        if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, s_[i_++] - '0', &v)) {
+          while (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_]))) ++i_;
+          std::string digits = excerpt(s_.substr(b, i_ - b), 40);
+          i_ = b;
+          return fail("number too large: " + digits +
+                      "; expected a literal of at most 2^63-1 (9223372036854775807)");
+        }
       }
       return NodeP(new Expr::Node{0, v, "", nullptr, nullptr});
     }
@@ -139,7 +146,7 @@ Result<int64_t> eval_node(const Expr::Node& n, const Env& env, const std::string
   auto b = eval_node(*n.r, env, text);
   if (!b) return b;
   int64_t x = a.value(), y = b.value(), r = 0;
-  Error overflow{"", "overflow in expression '" + text + "'"};
+  Error overflow{"", "overflow in expression '" + excerpt(text) + "'"};
   switch (n.op) {
     case '+':
       if (__builtin_add_overflow(x, y, &r)) return overflow;

@@ -161,8 +161,10 @@ Result<Expr> get_expr(const json& j, const std::string& path) {
     double v = j.get<double>();
     if (!std::isfinite(v) || v != std::floor(v))
       return bad(path, "expected an integer or an expression, found " + json_short(j));
-    // Checked before converting: a double outside int64's range does not convert.
-    if (v < -9223372036854775808.0 || v >= 9223372036854775808.0)
+    // Checked before converting: a double outside int64's range does not convert. A literal
+    // like -9223372036854775809 is read as a double and rounds to -2^63, so -2^63 itself is
+    // refused as a double too (written as an integer it is read exactly and accepted).
+    if (v <= -9223372036854775808.0 || v >= 9223372036854775808.0)
       return bad(path, "number " + json_short(j) + " is out of range" + range);
     return Expr::constant(static_cast<int64_t>(v));
   }

@@ -54,9 +54,6 @@ int KernelDecl::local_index(const std::string& n) const {
 
 namespace {
 
-constexpr int64_t kMaxElements = int64_t(1) << 40;  // absurd-size guard, before any cap
-constexpr uint64_t kMaxModelFileBytes = uint64_t(64) << 20;  // model.json size cap (64 MiB)
-
 bool valid_name(const std::string& s) {
   if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
   for (char ch : s)

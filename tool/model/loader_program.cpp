@@ -98,8 +98,7 @@ Result<Binding> parse_binding(const LoadCtx& c, const json& j, const std::string
 
 namespace {
 
-// Loops nest by recursion here and in expansion: deeper nesting is refused.
-constexpr int kMaxLoopDepth = 32;
+// Loops nest by recursion here and in expansion: deeper than kMaxLoopDepth is refused.
 
 struct Scope {
   std::vector<std::string> names;

@@ -2,6 +2,7 @@
 // host variables, kernels with slots and reference bodies, the program and verification
 // settings. Loading validates everything that can be checked without expanding the program.
 #pragma once
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -174,6 +175,12 @@ struct Model {
   const VarDecl* var(const std::string& n) const;
   int kernel_index(const std::string& n) const;
 };
+
+// Limits on hostile input (docs/model-format.md §13; the JSON and expression ones are in
+// model/json_in.h and model/expr.h, the expansion ones in ExpandOptions).
+constexpr int64_t kMaxElements = int64_t(1) << 40;         // one tensor, var or slot shape
+constexpr uint64_t kMaxModelFileBytes = uint64_t(64) << 20;  // model.json, checked before reading
+constexpr int kMaxLoopDepth = 32;                          // loops nested in the program
 
 // Reads and validates model.json. Errors carry the JSON pointer of the offending value.
 Result<Model> load_model(const std::string& path);

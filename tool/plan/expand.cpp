@@ -130,7 +130,8 @@ class Expander {
     for (auto& s : ss) {
       if (plan_.order.size() >= opt_.max_steps)
         return Error{w.path, "the program expands to more than " + std::to_string(opt_.max_steps) +
-                                 " steps; expected a smaller plan"};
+                                 " steps; expected a smaller plan (the limit "
+                                 "ExpandOptions::max_steps)"};
       if (auto* c = std::get_if<CallDecl>(&s))
         BOD_CHECK(call(*c, env, w));
       else if (auto* h = std::get_if<HostDecl>(&s))
@@ -156,7 +157,7 @@ class Expander {
     if (n > opt_.max_steps)
       return Error{path, "the loop runs " + std::to_string(n) + " times; the program may expand "
                          "to at most " + std::to_string(opt_.max_steps) +
-                         " steps, expected a smaller count"};
+                         " steps, expected a smaller count (the limit ExpandOptions::max_steps)"};
     return ok_status();
   }
 
@@ -168,7 +169,8 @@ class Expander {
     BOD_CHECK(steps(ss, env, w));
     if (plan_.order.size() == before && ++idle_ > opt_.max_steps)
       return Error{path, "the program's loops run more than " + std::to_string(opt_.max_steps) +
-                             " iterations that expand to no step; expected smaller counts"};
+                             " iterations that expand to no step; expected smaller counts (the "
+                             "limit ExpandOptions::max_steps)"};
     return ok_status();
   }
 
@@ -207,10 +209,15 @@ class Expander {
       for (size_t i = 0; i < k.slots[s].shape.size(); ++i) {
         std::string sp = k.path + "/slots/" + std::to_string(s) + "/shape/" + std::to_string(i);
         BOD_TRY(int64_t v, eval(k.slots[s].shape[i], c.env, sp));
-        if (v <= 0 || v > (int64_t(1) << 40) / n)
+        if (v <= 0)
           return Error{sp, "slot " + k.slots[s].name + " dimension '" + k.slots[s].shape[i].text() +
                                "' = " + std::to_string(v) + " at call " + std::to_string(c.number) +
                                "; expected a positive size"};
+        if (v > kMaxElements / n)
+          return Error{sp, "slot " + k.slots[s].name + " dimension '" + k.slots[s].shape[i].text() +
+                               "' = " + std::to_string(v) + " at call " + std::to_string(c.number) +
+                               " makes the shape more than 2^40 elements; expected a size that "
+                               "fits in memory"};
         n *= v;
         sh.push_back(v);
       }

@@ -752,8 +752,8 @@ Result<KernelInfo> read_kernel(Cursor& c, const rjson& j, const TraceLimits& lim
   BOD_TRY(const rjson* slots, get_arr(c, j, "slots"));
   auto in = c.in("slots");
   if (slots->size() > lim.max_slots)
-    return c.err(std::to_string(slots->size()) + " slots, more than the limit of " +
-                 std::to_string(lim.max_slots) + " (TraceLimits::max_slots)");
+    return c.err(std::to_string(slots->size()) + " slots; expected at most " +
+                 std::to_string(lim.max_slots) + " slots per kernel (the limit TraceLimits::max_slots)");
   for (size_t i = 0; i < slots->size(); ++i) {
     auto at = c.in(i);
     const rjson& s = (*slots)[i];
@@ -1004,8 +1004,8 @@ Status read_call_slots(Cursor& c, const rjson& o, const ReadState& st, TraceCall
   BOD_TRY(const rjson* a, get_arr(c, o, "slots"));
   auto in = c.in("slots");
   if (a->size() > st.lim.max_slots)
-    return c.err(std::to_string(a->size()) + " slots, more than the limit of " +
-                 std::to_string(st.lim.max_slots) + " (TraceLimits::max_slots)");
+    return c.err(std::to_string(a->size()) + " slots; expected at most " +
+                 std::to_string(st.lim.max_slots) + " slots per call (the limit TraceLimits::max_slots)");
   if (a->size() != k.slots.size())
     return c.err("expected " + std::to_string(k.slots.size()) + " slots (kernel \"" +
                  shorten(k.name) + "\" has " + std::to_string(k.slots.size()) +
@@ -1077,9 +1077,10 @@ Status read_call_outputs(Cursor& c, const rjson& o, TraceCall& call) {
 
 Status read_call(Cursor& c, const rjson& o, ReadState& st) {
   const Capabilities& caps = st.t.header.caps;
-  if (st.t.calls.size() >= std::min<size_t>(st.lim.max_calls, INT_MAX - 1))
-    return c.line_err("more than " + std::to_string(st.lim.max_calls) +
-                      " calls, the limit (TraceLimits::max_calls)");
+  const size_t max_calls = std::min<size_t>(st.lim.max_calls, INT_MAX - 1);  // call numbers are int
+  if (st.t.calls.size() >= max_calls)
+    return c.line_err("more than " + std::to_string(max_calls) + " calls; expected at most " +
+                      std::to_string(max_calls) + " call lines (the limit TraceLimits::max_calls)");
   BOD_CHECK(only_keys(c, o, {"type",   "n",
                              "ns",     "kernel",
                              "bo_key", "bo_key_template",
@@ -1272,10 +1273,10 @@ Status prescan(Cursor& c, const std::string& s, const TraceLimits& lim) {
   bool in_str = false;
   auto too_long = [&](size_t len) {
     return c.line_err("a string of " + std::to_string(len) + (in_str ? "+" : "") +
-                      " bytes at column " + std::to_string(start + 1) + " exceeds the limit of " +
-                      std::to_string(lim.max_string_bytes) +
-                      " bytes (TraceLimits::max_string_bytes): \"" +
-                      shorten(std::string_view(s).substr(start + 1, 40)) + "...\"");
+                      " bytes at column " + std::to_string(start + 1) + " (\"" +
+                      shorten(std::string_view(s).substr(start + 1, 40)) +
+                      "...\"); expected at most " + std::to_string(lim.max_string_bytes) +
+                      " bytes per string as written (the limit TraceLimits::max_string_bytes)");
   };
   for (size_t i = 0; i < s.size(); ++i) {
     char ch = s[i];
@@ -1292,8 +1293,9 @@ Status prescan(Cursor& c, const std::string& s, const TraceLimits& lim) {
     } else if (ch == '{' || ch == '[') {
       if (++depth > lim.max_depth)
         return c.line_err("JSON nested deeper than " + std::to_string(lim.max_depth) +
-                          " levels at column " + std::to_string(i + 1) +
-                          " (TraceLimits::max_depth)");
+                          " levels at column " + std::to_string(i + 1) + "; expected at most " +
+                          std::to_string(lim.max_depth) +
+                          " levels of [ and { per line (the limit TraceLimits::max_depth)");
     } else if (ch == '}' || ch == ']') {
       --depth;
     }
@@ -1381,7 +1383,8 @@ Result<Trace> read_trace(std::istream& in, const std::string& name, const TraceL
     if (got == LineReader::Got::io_error) return c.line_err("read error");
     if (got == LineReader::Got::too_long)
       return c.line_err("line longer than the limit of " + std::to_string(limits.max_line_bytes) +
-                        " bytes (TraceLimits::max_line_bytes)");
+                        " bytes; expected at most " + std::to_string(limits.max_line_bytes) +
+                        " bytes per line (the limit TraceLimits::max_line_bytes)");
     if (blank(s)) continue;
     BOD_CHECK(prescan(c, s, limits));
     BOD_TRY(rjson j, parse_line(c, s, dk));
