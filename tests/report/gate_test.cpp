@@ -314,3 +314,24 @@ TEST_F(KindCli, ClassifyExitsOneWhenDeclaredSettingsCorruptResults) {
 
 }  // namespace
 }  // namespace bod
+
+namespace bod {
+namespace {
+
+// The progress line: on stderr only when it is a terminal (here a pseudo-terminal made by
+// util-linux `script`), cleared at the end, and never with -q or into a file.
+TEST_F(KindCli, ProgressLineOnlyOnATerminal) {
+  if (!fs::exists("/usr/bin/script")) GTEST_SKIP() << "util-linux script is needed for a pty";
+  std::string cmd = quote(BOD_BINARY) + " check " + quote(fixture("models/qwen-tiny")) + " >/dev/null";
+  Proc tty = testing::run_shell(dir_, "/usr/bin/script -qec " + quote(cmd) + " /dev/null");
+  EXPECT_EQ(tty.code, 0) << tty.err;
+  EXPECT_NE(tty.out.find("bo-doctor: check: step 0/"), std::string::npos) << tty.out;
+  EXPECT_NE(tty.out.rfind("\r\033[K"), std::string::npos);  // cleared at the end
+  Proc quiet = testing::run_shell(dir_, "/usr/bin/script -qec " + quote(cmd + " -q") + " /dev/null");
+  EXPECT_EQ(quiet.out.find("step 0/"), std::string::npos) << quiet.out;
+  Proc file = run("check " + quote(fixture("models/qwen-tiny")));
+  EXPECT_EQ(file.err, "");  // stderr is a file: no progress line, nothing else either
+}
+
+}  // namespace
+}  // namespace bod
