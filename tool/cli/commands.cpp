@@ -278,7 +278,8 @@ CommandResult cmd_check(const CommandOptions& o) {
   Trace t = plan_trace(p.value(), o.model);
   if (!has_inconsistent_declarations(t)) {
     RunOptions ro;
-    ro.probe = o.probe;
+    ro.probe = o.probe || o.probe_every_call;
+    ro.probe_every_call = o.probe_every_call;
     ro.timings = o.timings || markdown;  // the reuse block shows times
     ro.progress = progress_fn(o, "check");
     auto run = execute(o, m, p.value(), ro);

@@ -20,6 +20,7 @@ struct CommandOptions {
   double max_memory_gib = 16;
   bool timings = false;
   bool probe = false;  // check --probe: canary runs of intermediate slots
+  bool probe_every_call = false;  // --probe=all: on every call, not only where outcomes can differ
   std::string save_trace;  // check --save-trace FILE
   // The gate (report/gate.h): check selection, failing severity, baseline, text print limit.
   std::vector<std::string> checks, skip_checks;

@@ -124,8 +124,11 @@ CommandResult run_cli(int argc, char** argv) {
   auto* device = check->add_option("--device", o.device, "XRT device index (--backend xrt only)");
   auto* timeout_ms = check->add_option("--timeout-ms", o.timeout_ms,
                                        "NPU run wait timeout in ms (--backend xrt only)");
-  check->add_flag("--probe", o.probe,
-                  "also run each call with canaries in intermediate slots (finds latent bugs)");
+  std::string probe_mode;
+  check->add_flag("--probe{smart}", probe_mode,
+                  "also run calls with canaries in intermediate slots (finds latent bugs): each "
+                  "bo_key's first 2 calls and later calls whose shapes, params or placements "
+                  "differ; --probe=all: every call");
   check->add_flag("--timings", o.timings, "include measured times (reports then differ per run)");
   check->add_option("--save-trace", o.save_trace,
                     "also write the run's Trace (JSON Lines, docs/trace-format.md) to FILE");
@@ -220,6 +223,14 @@ CommandResult run_cli(int argc, char** argv) {
                     : verbose == 1 ? spdlog::level::info
                                    : spdlog::level::warn);
   o.progress = !quiet && ::isatty(STDERR_FILENO);
+  if (!probe_mode.empty()) {
+    if (probe_mode != "smart" && probe_mode != "all")
+      return {Exit::bad_input, "", "--probe: unknown mode '" + probe_mode + "'" +
+                                       did_you_mean(probe_mode, {"smart", "all"}) +
+                                       "; expected --probe (smart) or --probe=all"};
+    o.probe = true;
+    o.probe_every_call = probe_mode == "all";
+  }
   if (o.timeout_s < 0) return {Exit::bad_input, "", "--timeout: expected 0 (none) or a positive number of seconds"};
   if (check->parsed() || classify->parsed()) {
     // Options of one backend are refused on another, rather than ignored.

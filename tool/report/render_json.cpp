@@ -97,6 +97,8 @@ std::string render_json(const Report& r) {
                       {"missing", g.missing}});
     j["not_run"] = gaps;
   }
+  if (r.trace && r.trace->header.caps.probe)
+    j["probe_coverage"] = {{"probed_calls", r.probed_calls}, {"calls_with_intermediates", r.probe_candidates}};
   if (r.ran) {
     const Trace& run = *r.trace;
     j["backend"] = {{"name", run.header.backend}, {"host_emulated", run.header.host_emulated},

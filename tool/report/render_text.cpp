@@ -131,6 +131,9 @@ std::string render_text(const Report& r) {
            "bo-doctor skeleton TRACE > model.json, fill in the bodies, bo-doctor check "
            "model.json --probe\n";
   }
+  if (r.trace && r.trace->header.caps.probe)
+    o << "\nprobe coverage: probed " << r.probed_calls << " of " << r.probe_candidates
+      << " calls with intermediate slots\n";
   if (r.ran) {
     const Trace& run = *r.trace;
     o << "\nbo_key first call vs later calls (backend " << run.header.backend

@@ -46,6 +46,16 @@ Report build_report(const std::string& command, const Trace& t, bool timings,
     add_verification_finding(r.verify, sink);
   }
   if (r.ran) r.keys = key_table(t);
+  if (t.header.caps.probe)
+    for (auto& c : t.calls) {
+      bool candidate = false, probed = false;
+      for (auto& s : c.slots) {  // what the runner probes: intermediate, not also static
+        candidate = candidate || (c.is_inter(s.slot) && !c.is_static(s.slot));
+        probed = probed || s.probe.probed;
+      }
+      r.probe_candidates += candidate;
+      r.probed_calls += probed;
+    }
   if (command != "lint") r.gaps = coverage_gaps(t);
   r.findings = sink.sorted();
   (void)apply_gate(r, GateOptions{});  // the default gate cannot fail: no suppressions

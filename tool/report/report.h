@@ -30,6 +30,8 @@ struct Report {
   Verification verify;
   std::vector<CoverageGap> gaps;   // checks the trace could not (fully) feed
   bool timings = false;            // include measured times (not byte-identical across runs)
+  // With probes: calls probed, of the calls that have intermediate slots to probe.
+  int probed_calls = 0, probe_candidates = 0;
   GateOptions gate;                // what fails the run, what is known or suppressed
   std::vector<FindingGroup> groups;  // findings sharing a cause (apply_gate)
   // Line and column in model.json of the JSON pointers findings name (set by the command

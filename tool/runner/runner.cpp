@@ -1,9 +1,12 @@
 #include "runner/runner.h"
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <chrono>
 #include <cstring>
 #include <numeric>
+#include <set>
 
 #include "core/hash.h"
 #include "engine/engine.h"
@@ -401,7 +404,35 @@ class Runner {
     for (auto& r : c.inters)
       if (r.index >= 0 && static_cast<size_t>(r.index) < host.size() && !c.is_static(r.index))
         slots.push_back(r.index);
+    if (slots.empty()) return;
+    if (!opt_.probe_every_call) {
+      // What a probe's outcome depends on: the kernel body and its shapes, the kernel
+      // params, where each slot lives and what kind of host data it gets. A later call of a
+      // key that repeats a probed combination would repeat its outcome: it is not probed.
+      ProbeSeen& seen = probe_seen_[{c.cache, c.bo_key}];
+      std::vector<int64_t> sig = probe_signature(c);
+      if (seen.calls >= opt_.probe_calls_per_key && seen.signatures.count(sig)) return;
+      seen.calls++;
+      seen.signatures.insert(std::move(sig));
+    }
     store(probe_slots(b_, c, body, host, ref, slots));
+  }
+
+  static std::vector<int64_t> probe_signature(const PlanCall& c) {
+    std::vector<int64_t> sig{static_cast<int64_t>(reinterpret_cast<uintptr_t>(c.bound.get()))};
+    for (auto& name : c.kernel->params) {
+      auto it = c.env.find(name);
+      sig.push_back(it == c.env.end() ? INT64_MIN : it->second);
+    }
+    for (size_t s = 0; s < c.slot_shapes.size(); ++s) {
+      sig.push_back(-1);  // separator: shapes of different rank never collide
+      for (int64_t d : c.slot_shapes[s]) sig.push_back(d);
+      sig.push_back(static_cast<int64_t>(c.slot_bytes[s]));
+      if (s < c.place.size()) sig.push_back(c.place[s].bo);
+      if (s < c.args.size()) sig.push_back(static_cast<int64_t>(c.args[s].kind));
+      sig.push_back(c.is_static(static_cast<int>(s)) * 2 + c.is_inter(static_cast<int>(s)));
+    }
+    return sig;
   }
 
   // Dataflow: the reuse engine's outputs feed later calls as a real engine's would; the
@@ -494,6 +525,11 @@ class Runner {
   // no-reuse engine's call doubles as the no-reuse dataflow's call without comparing inputs.
   bool split_ = false;
   std::map<std::string, int> probed_calls_;  // bo_key -> calls probed (classify)
+  struct ProbeSeen {
+    int calls = 0;
+    std::set<std::vector<int64_t>> signatures;
+  };
+  std::map<std::pair<std::string, std::string>, ProbeSeen> probe_seen_;  // (cache, key)
 };
 
 }  // namespace

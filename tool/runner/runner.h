@@ -16,7 +16,11 @@ namespace bod {
 
 struct RunOptions {
   bool no_reuse = true;  // false: reuse engine only (the benchmark's reference run)
-  bool probe = false;    // canary-probe every intermediate slot (latent bugs)
+  // canary-probe intermediate slots (latent bugs): each bo_key's first `probe_calls_per_key`
+  // calls and every later call whose probe outcome could differ (another body or shapes,
+  // kernel params, placements or kinds of host data); with `probe_every_call`, every call.
+  bool probe = false;
+  bool probe_every_call = false;
   // classify: canary-probe every slot, one at a time, on the first `probe_calls_per_key`
   // calls of each bo_key.
   bool probe_all = false;
