@@ -48,7 +48,9 @@ std::string mechanism(const Report& r, bool statics) {
 // "0.12 ms per call (steady-state median)"; a trace without steady figures gives the total.
 std::string per_call(const EngineFigures& e) {
   if (e.steady_calls == 0) return ms(e.wall_s()) + " in all";
-  return ms(e.steady_median_s) + " per call (steady-state median)";
+  char b[48];
+  std::snprintf(b, sizeof b, "%.4f ms", e.steady_median_s * 1e3);  // calls take microseconds
+  return std::string(b) + " per call (steady-state median)";
 }
 
 }  // namespace
