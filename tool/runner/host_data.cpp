@@ -1,5 +1,7 @@
 #include "runner/host_data.h"
 
+#include <algorithm>
+
 #include "model/init.h"
 #include "model/tensor_io.h"
 
@@ -10,12 +12,15 @@ Error named(const TensorDecl& t, const Error& e) {
   return Error{e.where, e.what + " (tensor " + t.name + " at " + t.path + ")", e.code};
 }
 
-Status load_one(const Model& m, const TensorDecl& t, std::vector<uint8_t>& out) {
+}  // namespace
+
+Status HostData::load_one(const Model& m, const TensorDecl& t, Bytes& out) {
   if (!t.init) {  // the file's size and header first: a tiny file cannot make us allocate
     auto st = check_tensor_file(t.file, t.format, t.key, t.dtype, t.shape);
     if (!st) return named(t, st.error());
   }
-  out.assign(static_cast<size_t>(numel(t.shape)) * dtype_size(t.dtype), 0);
+  out.n = static_cast<size_t>(numel(t.shape)) * dtype_size(t.dtype);
+  out.p.reset(new uint8_t[std::max<size_t>(out.n, 1)]);  // not zeroed: filled or read below
   if (t.init) {
     fill_tensor(out.data(), t.dtype, numel(t.shape), *t.init, m.seed, t.name);
     return ok_status();
@@ -24,7 +29,6 @@ Status load_one(const Model& m, const TensorDecl& t, std::vector<uint8_t>& out) 
   if (!st) return named(t, st.error());
   return ok_status();
 }
-}  // namespace
 
 Result<HostData> HostData::load(const Model& m) {
   HostData h;
@@ -35,7 +39,7 @@ Result<HostData> HostData::load(const Model& m) {
 Status HostData::validate_files(const Model& m) {
   for (auto& t : m.tensors) {
     if (t.init) continue;
-    std::vector<uint8_t> tmp;
+    Bytes tmp;
     BOD_CHECK(load_one(m, t, tmp));
   }
   return ok_status();
@@ -49,7 +53,7 @@ TensorRef HostData::tensor(const Model& m, const BoundArray& b) const {
     stride /= static_cast<size_t>(d->shape[i]);
     off += static_cast<size_t>(b.index[i]) * stride;
   }
-  t.data = const_cast<uint8_t*>(data_.at(b.name).data()) + off;
+  t.data = data_.at(b.name).p.get() + off;
   if (b.nrows >= 0) {  // t already has the range's shape; step over the rows before it
     size_t row_bytes = t.bytes() / static_cast<size_t>(b.nrows);
     t.data += static_cast<size_t>(b.row0) * row_bytes;

@@ -1,6 +1,7 @@
 // The model's host tensors, materialized once: generated from the seed or read from files.
 #pragma once
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -18,7 +19,15 @@ class HostData {
   TensorRef tensor(const Model& m, const BoundArray& b) const;
 
  private:
-  std::map<std::string, std::vector<uint8_t>> data_;
+  // Uninitialised storage: every byte is generated or read before use, so no pass zero-fills
+  // (and first-touches) gigabytes of weights single-threaded; the generator's threads do it.
+  struct Bytes {
+    std::unique_ptr<uint8_t[]> p;
+    size_t n = 0;
+    uint8_t* data() { return p.get(); }
+  };
+  static Status load_one(const Model& m, const TensorDecl& t, Bytes& out);
+  std::map<std::string, Bytes> data_;
 };
 
 }  // namespace bod
