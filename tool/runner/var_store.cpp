@@ -13,7 +13,7 @@ bool is_prefix(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
 }
 }  // namespace
 
-VarStore::VarStore(const Model& m) : m_(m) {
+VarStore::VarStore(const Model& m) {
   for (auto& d : m.vars) {
     Var v{&d, std::vector<uint8_t>(static_cast<size_t>(numel(d.shape)) * dtype_size(d.dtype)), {}};
     if (d.init)

@@ -46,7 +46,6 @@ class VarStore {
   size_t offset(const Var& v, const std::vector<int64_t>& index) const;
   size_t region_bytes(const Var& v, size_t depth) const;
   void settle(Var& v, const std::vector<int64_t>& index);
-  const Model& m_;
   std::map<std::string, Var> vars_;
   std::vector<std::vector<uint8_t>> scratch_;
 };
