@@ -11,6 +11,8 @@
 // One line per figure, in a stable form (`ratio NAME MODEL min=.. median=.. max=..`).
 // Prints, asserts nothing.
 //   bench_check [repeats] [--quick]   (--quick: models only, no hashing or scaling)
+//   bench_check --only reuse|check|check-probe|check-noskip [runs]   (one mode on llama-tiny,
+//   for a profiler)
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -188,10 +190,23 @@ void bench_scaling(int reps) {
 int main(int argc, char** argv) {
   int reps = 15;
   bool quick = false;
+  std::string only;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--quick") quick = true;
+    else if (a == "--only" && i + 1 < argc) only = argv[++i];
     else reps = std::max(1, std::atoi(argv[i]));
+  }
+  if (!only.empty()) {
+    auto l = load(BOD_SOURCE_DIR "/fixtures/models/llama-tiny/model.json");
+    for (Mode m : {Mode::reuse, Mode::check, Mode::probe, Mode::noskip}) {
+      if (only != mode_name(m)) continue;
+      std::vector<double> ms;
+      for (int r = 0; r < reps; ++r) ms.push_back(time_run(l->plan, l->data, m) * 1e3);
+      line(std::string("time ") + only + " llama-tiny", ms, "ms");
+      return 0;
+    }
+    return std::fprintf(stderr, "unknown mode '%s'\n", only.c_str()), 2;
   }
   std::printf("bench_check repeats=%d hash-path=%s (thread CPU time, interleaved)\n", reps,
               hash_path_name(hash_path()));

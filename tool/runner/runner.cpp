@@ -234,7 +234,9 @@ class Runner {
     // The no-reuse engine's call is needed only when its kernel could see other bytes than
     // the reuse engine's (see can_take_reuse_results); otherwise it takes the reuse engine's
     // results, and every fact recorded below is the same as if it had run.
-    bool shadow = !(opt_.shadow_skip && can_take_reuse_results(c, rp));
+    // A timed run (timings: the report's per-engine times) measures the no-reuse engine's real
+    // calls, so it takes no shortcut.
+    bool shadow = !(opt_.shadow_skip && !opt_.timings && can_take_reuse_results(c, rp));
     if (opt_.stats) ++(shadow ? opt_.stats->shadow_runs : opt_.stats->shadow_taken);
     tw = Clock::now();
     size_t h2d_before = noreuse_.h2d_bytes;

@@ -31,7 +31,10 @@ struct RunOptions {
   // The no-reuse engine takes the reuse engine's results instead of running a call whose
   // kernel reads the same bytes (by hash) in both engines (runner.cpp,
   // can_take_reuse_results). The trace and every report are byte-identical either way
-  // (tests/runner/shadow_skip_test.cpp); false runs every call on both engines.
+  // (tests/runner/shadow_skip_test.cpp); false runs every call on both engines. A run with
+  // `timings` takes no shadow shortcut: its no-reuse engine times are those of real calls.
+  // Also: probes whose outcome the body's access analysis fixes are not run (runner.cpp,
+  // known_probe).
   bool shadow_skip = true;
   RunStats* stats = nullptr;  // filled in when set
   // Called before each step and once at the end with (steps done, steps in all): the CLI's
