@@ -1,107 +1,220 @@
-// Benchmark: thread CPU time of `check` (reuse + no-reuse engines, hashing, the Trace, every
-// check and the report's analyses) divided by that of a reuse-engine-only run of the same
-// plan, measured in one process, interleaved, with min/median/max; plus XXH3 hashing
-// throughput against a plain read of the same buffer. Prints ratios, asserts nothing.
-//   bench_check [MODEL.json] [repeats] [nohash]
+// The benchmark of a check's cost, all figures from one process, interleaved so machine drift
+// hits every run alike, as thread CPU time (the other core's load does not count):
+//   - per model: a reuse-engine-only run (the reference: what the engine itself costs), a full
+//     `check` (reuse + no-reuse engines, hashing, the Trace, every check and the report's
+//     analyses), `check --probe`, and `check` without the shadow shortcut (shadow_skip off);
+//     per repeat the ratio of each to the reuse-only run, printed as min/median/max;
+//   - hashing: XXH3 on every code path this CPU has, against a plain 8-byte read loop over the
+//     same 256 MiB buffer (ratio = read time / hash time: 1.0 is hashing at read speed);
+//   - scaling: check/reuse of llama-tiny with 4, 16, 64 and 128 decode tokens (dims T and SMAX
+//     edited in memory).
+// One line per figure, in a stable form (`ratio NAME MODEL min=.. median=.. max=..`).
+// Prints, asserts nothing.
+//   bench_check [repeats] [--quick]   (--quick: models only, no hashing or scaling)
+//   bench_check --only reuse|check|check-probe|check-noskip [runs]   (one mode on llama-tiny,
+//   for a profiler)
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
-#include <vector>
-
+#include <cstdlib>
 #include <ctime>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "core/hash.h"
 #include "report/report.h"
 #include "runner/runner.h"
 
 using namespace bod;
-using Clock = std::chrono::steady_clock;
 
-static double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+namespace {
 
-static double thread_cpu_s() {
+double thread_cpu_s() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
 }
 
-// One run; `check` adds the no-reuse engine, hashing and every consumer of the trace.
-static double wall_last = 0;  // wall seconds of the last time_run
+struct Stats {
+  double min, median, max;
+};
+Stats stats(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return {v.front(), v[v.size() / 2], v.back()};
+}
 
-static double time_run(const Plan& p, const HostData& d, bool check) {
+void line(const std::string& what, const std::vector<double>& v, const char* unit = "") {
+  Stats s = stats(v);
+  std::printf("%s min=%.3f%s median=%.3f%s max=%.3f%s\n", what.c_str(), s.min, unit, s.median,
+              unit, s.max, unit);
+  std::fflush(stdout);
+}
+
+struct Loaded {
+  Model model;
+  Plan plan;
+  HostData data;
+};
+
+// Loads a model.json, with dims overridden (JSON edited in memory before parsing). On the heap:
+// the plan points into the model.
+std::unique_ptr<Loaded> load(const std::string& path, const std::vector<std::pair<std::string, int>>& dims = {}) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  std::string text = ss.str();
+  if (!dims.empty()) {
+    auto j = nlohmann::ordered_json::parse(text);
+    for (auto& [k, v] : dims) j["dims"][k] = v;
+    text = j.dump();
+  }
+  auto m = parse_model(text, path);
+  if (!m) std::fprintf(stderr, "%s\n", m.error().line().c_str()), std::exit(2);
+  auto l = std::make_unique<Loaded>(Loaded{std::move(m.value()), {}, {}});
+  auto p = expand(l->model);
+  if (!p) std::fprintf(stderr, "%s\n", p.error().line().c_str()), std::exit(2);
+  l->plan = std::move(p.value());
+  auto d = HostData::load(l->model);
+  if (!d) std::fprintf(stderr, "%s\n", d.error().line().c_str()), std::exit(2);
+  l->data = std::move(d.value());
+  return l;
+}
+
+enum class Mode { reuse, check, probe, noskip };
+const char* mode_name(Mode m) {
+  return m == Mode::reuse ? "reuse" : m == Mode::check ? "check" : m == Mode::probe ? "check-probe"
+                                                                                    : "check-noskip";
+}
+
+size_t g_sink = 0;  // keeps the work observable
+
+// One run, thread CPU seconds.
+double time_run(const Plan& p, const HostData& d, Mode mode) {
   auto backend = make_cpu_backend();
-  auto w0 = Clock::now();
   double t0 = thread_cpu_s();
   RunOptions ro;
-  ro.no_reuse = check;
+  ro.no_reuse = mode != Mode::reuse;
+  ro.probe = mode == Mode::probe;
+  ro.shadow_skip = mode != Mode::noskip;
   Trace t = run_plan(p, "", d, *backend, ro);
-  if (check) {
-    Report r = build_report("check", t, false);
-    if (r.findings.size() > (size_t(1) << 40)) std::puts("");  // keep the work observable
-  }
-  double cpu = thread_cpu_s() - t0;
-  wall_last = std::chrono::duration<double>(Clock::now() - w0).count();
-  return cpu;
+  if (mode != Mode::reuse) g_sink += build_report("check", t, false).findings.size();
+  g_sink += t.calls.size();
+  return thread_cpu_s() - t0;
 }
 
-static void row(const char* name, std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  std::printf("  %-18s: min %8.2f  median %8.2f  max %8.2f ms\n", name, v.front() * 1e3,
-              v[v.size() / 2] * 1e3, v.back() * 1e3);
+// Interleaved repeats of `modes` (the order rotates each repeat); per mode the per-repeat
+// times, index 0 being the reference.
+std::vector<std::vector<double>> measure(const Loaded& l, const std::vector<Mode>& modes, int reps) {
+  for (Mode m : modes) time_run(l.plan, l.data, m);  // warm-up
+  std::vector<std::vector<double>> t(modes.size());
+  for (int r = 0; r < reps; ++r)
+    for (size_t k = 0; k < modes.size(); ++k) {
+      size_t i = (k + static_cast<size_t>(r)) % modes.size();
+      t[i].push_back(time_run(l.plan, l.data, modes[i]));
+    }
+  return t;
 }
 
-int main(int argc, char** argv) {
-  std::string path = argc > 1 ? argv[1] : BOD_SOURCE_DIR "/fixtures/models/llama-tiny/model.json";
-  int reps = argc > 2 ? std::max(1, std::atoi(argv[2])) : 7;
-  auto m = load_model(path);
-  if (!m) return std::fprintf(stderr, "%s\n", m.error().line().c_str()), 2;
-  auto p = expand(m.value());
-  if (!p) return std::fprintf(stderr, "%s\n", p.error().line().c_str()), 2;
-  auto d = HostData::load(m.value());
-  if (!d) return std::fprintf(stderr, "%s\n", d.error().line().c_str()), 2;
-  std::vector<double> reuse, check, ratio, wreuse, wcheck, wratio;
-  time_run(p.value(), d.value(), true);  // warm-up
-  for (int i = 0; i < reps; ++i) {       // interleaved so drift hits both alike
-    reuse.push_back(time_run(p.value(), d.value(), false));
-    wreuse.push_back(wall_last);
-    check.push_back(time_run(p.value(), d.value(), true));
-    wcheck.push_back(wall_last);
-    ratio.push_back(check.back() / reuse.back());
-    wratio.push_back(wcheck.back() / wreuse.back());
-  }
-  std::printf("model %s: %zu calls, %d interleaved repeats, thread CPU time\n", path.c_str(),
-              p->calls.size(), reps);
-  row("reuse engine only", reuse);
-  row("check", check);
-  std::sort(ratio.begin(), ratio.end());
-  std::printf("  ratio check/reuse : min %.2f  median %.2f  max %.2f   (median of medians %.2f)\n",
-              ratio.front(), ratio[ratio.size() / 2], ratio.back(), median(check) / median(reuse));
-  std::sort(wratio.begin(), wratio.end());
-  std::printf("  wall-time ratio   : min %.2f  median %.2f  max %.2f   (median of medians %.2f)\n",
-              wratio.front(), wratio[wratio.size() / 2], wratio.back(),
-              median(wcheck) / median(wreuse));
+std::vector<double> ratios(const std::vector<double>& a, const std::vector<double>& ref) {
+  std::vector<double> r;
+  for (size_t i = 0; i < a.size(); ++i) r.push_back(a[i] / ref[i]);
+  return r;
+}
 
-  if (argc > 3 && std::string(argv[3]) == "nohash") return 0;  // for profiling the run alone
+void bench_model(const std::string& name, int reps) {
+  auto lp = load(BOD_SOURCE_DIR "/fixtures/models/" + name + "/model.json");
+  const Loaded& l = *lp;
+  std::vector<Mode> modes = {Mode::reuse, Mode::check, Mode::probe, Mode::noskip};
+  auto t = measure(l, modes, reps);
+  RunStats st;
+  {
+    auto backend = make_cpu_backend();
+    RunOptions ro;
+    ro.stats = &st;
+    run_plan(l.plan, "", l.data, *backend, ro);
+  }
+  std::printf("model %s calls=%zu repeats=%d shadow-runs=%ld shadow-taken=%ld\n", name.c_str(),
+              l.plan.calls.size(), reps, st.shadow_runs, st.shadow_taken);
+  for (size_t i = 0; i < modes.size(); ++i) {
+    std::vector<double> ms;
+    for (double s : t[i]) ms.push_back(s * 1e3);
+    line(std::string("time ") + mode_name(modes[i]) + " " + name, ms, "ms");
+  }
+  for (size_t i = 1; i < modes.size(); ++i)
+    line(std::string("ratio ") + mode_name(modes[i]) + "/reuse " + name, ratios(t[i], t[0]));
+}
+
+void bench_hash(int reps) {
   std::vector<uint8_t> buf(size_t(256) << 20);
   for (size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<uint8_t>(i * 2654435761u >> 13);
-  std::vector<double> th, tr;
-  volatile uint64_t sink_v = 0;
-  for (int i = 0; i < 5; ++i) {
-    auto t0 = Clock::now();
-    sink_v = sink_v + hash_bytes(buf.data(), buf.size());
-    th.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-    t0 = Clock::now();
-    uint64_t acc = 0;
-    const uint64_t* w = reinterpret_cast<const uint64_t*>(buf.data());
-    for (size_t k = 0; k < buf.size() / 8; ++k) acc ^= w[k];
-    sink_v = sink_v + acc;
-    tr.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-  }
+  auto paths = available_hash_paths();
+  std::vector<std::vector<double>> rh(paths.size());
+  std::vector<double> gb_read, gb_hash;
   double gb = double(buf.size()) / 1e9;
-  std::printf("hashing 256 MiB: XXH3 %.2f GB/s, plain read %.2f GB/s, ratio %.2f\n",
-              gb / median(th), gb / median(tr), median(tr) / median(th));
-  return 0;
+  for (int r = 0; r < reps; ++r)
+    for (size_t k = 0; k < paths.size(); ++k) {
+      double t0 = thread_cpu_s();
+      uint64_t acc = 0;
+      const uint64_t* w = reinterpret_cast<const uint64_t*>(buf.data());
+      for (size_t i = 0; i < buf.size() / 8; ++i) acc ^= w[i];
+      double tr = thread_cpu_s() - t0;
+      t0 = thread_cpu_s();
+      acc += hash_bytes_on(paths[k], buf.data(), buf.size());
+      double th = thread_cpu_s() - t0;
+      g_sink += static_cast<size_t>(acc & 1);
+      rh[k].push_back(tr / th);
+      if (paths[k] == hash_path()) gb_read.push_back(gb / tr), gb_hash.push_back(gb / th);
+    }
+  for (size_t k = 0; k < paths.size(); ++k)
+    line(std::string("ratio hash-") + hash_path_name(paths[k]) + "/read", rh[k]);
+  line(std::string("speed read GB/s"), gb_read);
+  line(std::string("speed hash-") + hash_path_name(hash_path()) + " GB/s", gb_hash);
+}
+
+void bench_scaling(int reps) {
+  for (int T : {4, 16, 64, 128}) {
+    auto l = load(BOD_SOURCE_DIR "/fixtures/models/llama-tiny/model.json",
+                  {{"T", T}, {"SMAX", 16 + T}});
+    auto t = measure(*l, {Mode::reuse, Mode::check}, reps);
+    line("scaling check/reuse llama-tiny T=" + std::to_string(T) +
+             " calls=" + std::to_string(l->plan.calls.size()),
+         ratios(t[1], t[0]));
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int reps = 15;
+  bool quick = false;
+  std::string only;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--quick") quick = true;
+    else if (a == "--only" && i + 1 < argc) only = argv[++i];
+    else reps = std::max(1, std::atoi(argv[i]));
+  }
+  if (!only.empty()) {
+    auto l = load(BOD_SOURCE_DIR "/fixtures/models/llama-tiny/model.json");
+    for (Mode m : {Mode::reuse, Mode::check, Mode::probe, Mode::noskip}) {
+      if (only != mode_name(m)) continue;
+      std::vector<double> ms;
+      for (int r = 0; r < reps; ++r) ms.push_back(time_run(l->plan, l->data, m) * 1e3);
+      line(std::string("time ") + only + " llama-tiny", ms, "ms");
+      return 0;
+    }
+    return std::fprintf(stderr, "unknown mode '%s'\n", only.c_str()), 2;
+  }
+  std::printf("bench_check repeats=%d hash-path=%s (thread CPU time, interleaved)\n", reps,
+              hash_path_name(hash_path()));
+  bench_model("llama-tiny", reps);
+  bench_model("qwen-tiny", reps);
+  if (!quick) {
+    bench_hash(std::max(3, reps / 3));
+    bench_scaling(std::max(3, reps / 3));
+  }
+  return g_sink == 42 ? 1 : 0;
 }

@@ -17,6 +17,10 @@ namespace bod {
 struct HostSlot {
   const uint8_t* data = nullptr;
   size_t bytes = 0;
+  // XXH3-64 of the bytes, when the caller already took it (hashed): the reuse engine's record
+  // of a whole write reuses it instead of hashing the bytes again.
+  uint64_t hash = 0;
+  bool hashed = false;
 };
 
 // What the reuse engine did with one slot this call.
@@ -45,7 +49,8 @@ struct LastChange {
 
 class ReuseEngine {
  public:
-  explicit ReuseEngine(Backend& b) : b_(b) {}
+  // `hash_writes` false: SlotWrite::written_hash is left 0 (a run that records nothing).
+  explicit ReuseEngine(Backend& b, bool hash_writes = true) : b_(b), hash_writes_(hash_writes) {}
   // Picks or allocates the BO of every slot and does the host writes the rules allow.
   Prepared prepare(const PlanCall& c, const std::vector<HostSlot>& host);
   // Syncs an output BO from the device; returns the zero-copy view into its mapping.
@@ -63,6 +68,7 @@ class ReuseEngine {
   bool placeholder_write(const PlanCall& c, size_t s, bool skip, bool fresh, const SlotWrite& w,
                          Prepared& p, bool& not_run);
   Backend& b_;
+  bool hash_writes_ = true;
   std::map<std::pair<std::string, std::string>, const PlanCall*> keys_;  // (cache, key) -> first
   std::vector<BoHandle> bos_;  // by Placement::bo (kNone: not allocated yet)
   std::map<BoHandle, LastChange> changed_;
@@ -75,6 +81,9 @@ class NoReuseEngine {
   // Allocates fresh BOs for every slot and writes every slot from `host`.
   std::vector<BoHandle> prepare(const PlanCall& c, const std::vector<HostSlot>& host);
   void release(const std::vector<BoHandle>& bos);
+  // Counts the writes prepare would do, without allocating or writing (the runner's shadow,
+  // when it takes the reuse engine's results instead of running the call).
+  void account(const PlanCall& c);
   size_t h2d_bytes = 0;  // running total
   int writes = 0;
 

@@ -127,7 +127,10 @@ void ReuseEngine::write(const PlanCall& c, size_t s, const HostSlot& host, SlotW
   b_.sync_to_device(w.bo, nbytes);
   w.written = true;
   w.written_bytes = nbytes;
-  w.written_hash = hash_bytes(m, nbytes);
+  // The bytes written are the host array's when it was written whole: its hash is theirs.
+  w.written_hash = !hash_writes_                                    ? 0
+                   : host.hashed && host.data && nbytes == host.bytes ? host.hash
+                                                                      : hash_bytes(m, nbytes);
   changed_[w.bo] = LastChange{c.number, true};
   (void)s;
 }
@@ -162,6 +165,13 @@ std::vector<BoHandle> NoReuseEngine::prepare(const PlanCall& c, const std::vecto
     bos.push_back(h);
   }
   return bos;
+}
+
+void NoReuseEngine::account(const PlanCall& c) {
+  for (size_t b : c.slot_bytes) {
+    h2d_bytes += b;
+    writes++;
+  }
 }
 
 void NoReuseEngine::release(const std::vector<BoHandle>& bos) {

@@ -38,6 +38,7 @@ TraceCall call_identity(const PlanCall& c) {
   t.layer = c.where.layer;
   t.path = c.where.path;
   t.key_first_call = c.key_first_call;
+  t.slots.reserve(c.kernel->slots.size());
   for (size_t s = 0; s < c.kernel->slots.size(); ++s) {
     int si = static_cast<int>(s);
     TraceSlot ts;

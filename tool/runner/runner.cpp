@@ -7,6 +7,7 @@
 #include <cstring>
 #include <numeric>
 #include <set>
+#include <unordered_map>
 
 #include "core/hash.h"
 #include "engine/engine.h"
@@ -36,7 +37,7 @@ class Runner {
  public:
   Runner(const Plan& p, const std::string& model_path, const HostData& d, Backend& b,
          const RunOptions& opt)
-      : p_(p), m_(*p.model), data_(d), b_(b), opt_(opt), reuse_(b), noreuse_(b), rstore_(m_),
+      : p_(p), m_(*p.model), data_(d), b_(b), opt_(opt), reuse_(b, opt.no_reuse), noreuse_(b), rstore_(m_),
         nstore_(m_), t_(opt.no_reuse ? plan_trace(p, model_path) : Trace{}) {
     size_t most = 0;  // one zero buffer for every unbound slot; never reallocated later
     for (auto& c : p.calls)
@@ -236,9 +237,11 @@ class Runner {
 
   void call(const PlanCall& c) {
     CallInputs in = inputs(c);
+    if (opt_.no_reuse) host_hashes(c, in);  // before the writes: the engine reuses them
     auto tw = Clock::now();
     Prepared rp = reuse_.prepare(c, in.reuse);
     t_.reuse.write_s += since(tw);
+    if (opt_.no_reuse) note_writes(rp);
     t_.reuse.h2d_bytes += rp.h2d_bytes;
     t_.reuse.writes += rp.writes;
     t_.reuse.calls++;
@@ -247,10 +250,20 @@ class Runner {
       return;
     }
     record_writes(c, rp, in);
+    record_pre(c, rp, in);
+    // The no-reuse engine's call is needed only when its kernel could see other bytes than
+    // the reuse engine's (see can_take_reuse_results); otherwise it takes the reuse engine's
+    // results, and every fact recorded below is the same as if it had run.
+    // A timed run (timings: the report's per-engine times) measures the no-reuse engine's real
+    // calls, so it takes no shortcut.
+    bool shadow = !(opt_.shadow_skip && !opt_.timings && can_take_reuse_results(c, rp));
+    if (opt_.stats) ++(shadow ? opt_.stats->shadow_runs : opt_.stats->shadow_taken);
     tw = Clock::now();
     size_t h2d_before = noreuse_.h2d_bytes;
     int writes_before = noreuse_.writes;
-    std::vector<BoHandle> nbos = noreuse_.prepare(c, in.noreuse);
+    std::vector<BoHandle> nbos;
+    if (shadow) nbos = noreuse_.prepare(c, in.noreuse);
+    else noreuse_.account(c);  // the same writes, counted
     t_.noreuse.write_s += since(tw);
     TraceCall& tc = rec(c);
     tc.h2d_noreuse = noreuse_.h2d_bytes - h2d_before;
@@ -259,15 +272,67 @@ class Runner {
     t_.noreuse.writes += tc.writes_noreuse;
     t_.noreuse.calls++;
 
-    std::vector<std::vector<uint8_t>> reuse_pre = record_pre(c, rp, in);
-    dispatch_both(c, rp, nbos);
-    record_post(c, rp, nbos, reuse_pre);
-    std::vector<uint8_t*> rout, nout;
-    read_outputs(c, rp, nbos, rout, nout);
+    std::vector<std::vector<uint8_t>> reuse_pre;
+    if (shadow) reuse_pre = stale_bytes(c, rp);
+    dispatch_both(c, rp, shadow ? &nbos : nullptr);
+    record_post(c, rp, shadow ? &nbos : nullptr, reuse_pre);
+    std::vector<uint8_t*> rout;
+    std::vector<const uint8_t*> nout;
+    read_outputs(c, rp, shadow ? &nbos : nullptr, in, rout, nout);
     if (opt_.probe || opt_.probe_all) probe(c, in.noreuse, nout);
     keep_outputs(c, rp, rout, nout, in.dataflows_agree);
-    noreuse_.release(nbos);
+    if (shadow) noreuse_.release(nbos);
     if (!in.dataflows_agree) noreuse_dataflow_call(c, in.dataflow);
+  }
+
+  // The hash of an array a binding names. Model tensors and zeros never change during a run,
+  // so theirs are taken once per (address, size); vars and views are hashed every time.
+  uint64_t host_hash(const BoundArray& a, const HostSlot& h, bool immutable) {
+    if (!immutable || h.bytes == 0) return hash_bytes(h.data, h.bytes);
+    auto [it, fresh] = const_hashes_.try_emplace({h.data, h.bytes}, 0);
+    if (fresh) it->second = hash_bytes(h.data, h.bytes);
+    (void)a;
+    return it->second;
+  }
+
+  static bool immutable_source(const BoundArray& a) { return a.kind != Binding::Kind::var; }
+
+  void host_hashes(const PlanCall& c, CallInputs& in) {
+    for (size_t s = 0; s < in.reuse.size(); ++s) {
+      const BoundArray& a = c.args[s];
+      bool imm = immutable_source(a) && in.snapshots[s].empty();
+      in.reuse[s].hash = host_hash(a, in.reuse[s], imm);
+      in.reuse[s].hashed = true;
+      if (in.noreuse[s].data == in.reuse[s].data && in.noreuse[s].bytes == in.reuse[s].bytes) {
+        in.noreuse[s].hash = in.reuse[s].hash;
+      } else {
+        in.noreuse[s].hash = host_hash(a, in.noreuse[s], imm);
+      }
+      in.noreuse[s].hashed = true;
+    }
+  }
+
+  // True when the no-reuse engine's run of this call is known to leave exactly the bytes the
+  // reuse engine's dispatch left (in the slots the body writes; the others keep their host
+  // bytes), so it need not run: the reference body ran on this call's own shapes on a BO per
+  // slot (none shared, none short), and every slot whose bytes before dispatch can reach the
+  // results held the same bytes (by hash) in both engines: those the body reads before
+  // writing them, and those it writes only in part.
+  bool can_take_reuse_results(const PlanCall& c, const Prepared& rp) {
+    if (rp.failed || rp.shape_call != &c || c.kernel->npu.mode != NpuBinary::Mode::none)
+      return false;
+    const TraceCall& tc = rec(c);
+    for (size_t s = 0; s < tc.slots.size(); ++s) {
+      const TraceSlot& ts = tc.slots[s];
+      if (rp.slots[s].bo == ReuseEngine::kNone || rp.slots[s].bo_bytes < ts.host.bytes ||
+          shares_bo(tc, static_cast<int>(s)))
+        return false;
+      bool same = ts.reuse_pre == ts.noreuse_pre;
+      const BodyAccess& a = ts.access;
+      if (a.reads_before_write && !same) return false;
+      if (a.written && !a.overwritten && !same) return false;
+    }
+    return true;
   }
 
   // The reuse engine's decisions, per slot, into the trace.
@@ -280,7 +345,7 @@ class Runner {
     for (size_t s = 0; s < tc.slots.size(); ++s) {
       TraceSlot& ts = tc.slots[s];
       const SlotWrite& w = rp.slots[s];
-      ts.host.hash = hash_bytes(in.reuse[s].data, in.reuse[s].bytes);
+      ts.host.hash = in.reuse[s].hash;
       ts.bo_bytes = w.bo_bytes;
       ts.written = w.written;
       ts.written_bytes = w.written_bytes;
@@ -288,35 +353,59 @@ class Runner {
     }
   }
 
-  // BO hashes before dispatch; returns the reuse BO bytes of slots whose pre-dispatch bytes
-  // differ from the no-reuse engine's (for the stale-byte count after dispatch).
-  std::vector<std::vector<uint8_t>> record_pre(const PlanCall& c, const Prepared& rp,
-                                               const CallInputs& in) {
+  // BO hashes before dispatch. A reuse BO's hash is known without reading it when nothing
+  // changed its bytes since they were last hashed (a weight BO the calls only read).
+  void record_pre(const PlanCall& c, const Prepared& rp, const CallInputs& in) {
     TraceCall& tc = rec(c);
-    std::vector<std::vector<uint8_t>> reuse_pre(tc.slots.size());
     for (size_t s = 0; s < tc.slots.size(); ++s) {
       TraceSlot& ts = tc.slots[s];
       const SlotWrite& w = rp.slots[s];
-      ts.noreuse_pre = in.noreuse[s].data == in.reuse[s].data
-                           ? ts.host.hash
-                           : hash_bytes(in.noreuse[s].data, ts.host.bytes);
+      ts.noreuse_pre = in.noreuse[s].hash;
       if (w.bo == ReuseEngine::kNone) continue;  // no BO (the engine raised or did not bind it)
       size_t cmp = std::min(ts.host.bytes, w.bo_bytes);
       // A slot just written whole holds the host bytes: their hash is the BO's hash.
       bool whole = w.written && w.written_bytes == ts.host.bytes && cmp == ts.host.bytes;
-      const uint8_t* rd = whole ? nullptr : b_.device_bytes(w.bo);
-      ts.reuse_pre = whole ? ts.host.hash : hash_bytes(rd, cmp);
-      if (ts.reuse_pre != ts.noreuse_pre) {
-        if (!rd) rd = b_.device_bytes(w.bo);
-        reuse_pre[s].assign(rd, rd + cmp);
-      }
+      ts.reuse_pre = whole ? ts.host.hash : bo_hash(w.bo, cmp);
+    }
+  }
+
+  // The reuse BO's device bytes [0, n): known, or hashed now and remembered.
+  uint64_t bo_hash(BoHandle bo, size_t n) {
+    auto it = known_.find(bo);
+    if (it != known_.end() && it->second.first == n) return it->second.second;
+    uint64_t h = hash_bytes(b_.device_bytes(bo), n);
+    known_[bo] = {n, h};
+    return h;
+  }
+
+  // The reuse engine's writes changed these BOs: what is known of them is what was written.
+  void note_writes(const Prepared& rp) {
+    for (auto& w : rp.slots) {
+      if (w.bo == ReuseEngine::kNone || !w.written) continue;
+      known_[w.bo] = {w.written_bytes, w.written_hash};
+    }
+  }
+
+  // The reuse BO bytes of slots whose pre-dispatch bytes differ from the no-reuse engine's
+  // (for the stale-byte count after dispatch).
+  std::vector<std::vector<uint8_t>> stale_bytes(const PlanCall& c, const Prepared& rp) {
+    TraceCall& tc = rec(c);
+    std::vector<std::vector<uint8_t>> reuse_pre(tc.slots.size());
+    for (size_t s = 0; s < tc.slots.size(); ++s) {
+      const TraceSlot& ts = tc.slots[s];
+      const SlotWrite& w = rp.slots[s];
+      if (w.bo == ReuseEngine::kNone || ts.reuse_pre == ts.noreuse_pre) continue;
+      size_t cmp = std::min(ts.host.bytes, w.bo_bytes);
+      const uint8_t* rd = b_.device_bytes(w.bo);
+      reuse_pre[s].assign(rd, rd + cmp);
     }
     return reuse_pre;
   }
 
   // Dispatches both engines; which goes first alternates per call so neither one always
   // finds the weights already in cache.
-  void dispatch_both(const PlanCall& c, const Prepared& rp, const std::vector<BoHandle>& nbos) {
+  // `nbos` null: the no-reuse engine takes the reuse engine's results (no dispatch).
+  void dispatch_both(const PlanCall& c, const Prepared& rp, const std::vector<BoHandle>* nbos) {
     auto reuse = [&] {
       auto td = Clock::now();
       if (!rp.failed) {
@@ -329,8 +418,9 @@ class Runner {
       t_.reuse.dispatch_s += since(td);
     };
     auto noreuse = [&] {
+      if (!nbos) return;
       auto td = Clock::now();
-      dispatch_body(b_, c, nbos, c.slot_shapes, c.bound->body);
+      dispatch_body(b_, c, *nbos, c.slot_shapes, c.bound->body);
       t_.noreuse.dispatch_s += since(td);
     };
     if (c.number % 2) {
@@ -342,8 +432,10 @@ class Runner {
     }
   }
 
-  // BO hashes after dispatch, and where they differ the byte counts.
-  void record_post(const PlanCall& c, const Prepared& rp, const std::vector<BoHandle>& nbos,
+  // BO hashes after dispatch, and where they differ the byte counts. `nbos` null: the no-reuse
+  // engine took the reuse engine's results (can_take_reuse_results): its bytes are the reuse
+  // BO's in the slots the body writes, the host bytes in the others.
+  void record_post(const PlanCall& c, const Prepared& rp, const std::vector<BoHandle>* nbos,
                    const std::vector<std::vector<uint8_t>>& reuse_pre) {
     TraceCall& tc = rec(c);
     // With the reference body running (no NPU binary), a slot the body never writes keeps its
@@ -351,30 +443,46 @@ class Runner {
     bool body_is_kernel = c.kernel->npu.mode == NpuBinary::Mode::none;
     for (size_t s = 0; s < tc.slots.size(); ++s) {
       TraceSlot& ts = tc.slots[s];
+      BoHandle bo = rp.slots[s].bo;
+      size_t cmp = std::min(ts.host.bytes, ts.bo_bytes);
       if (body_is_kernel && !ts.access.written && !rp.failed &&
           !shares_bo(tc, static_cast<int>(s))) {
         ts.reuse_post = ts.reuse_pre;
         ts.noreuse_post = ts.noreuse_pre;
+        if (bo != ReuseEngine::kNone) remember(bo, cmp, ts.reuse_post);
         continue;
       }
-      const uint8_t* nd = b_.device_bytes(nbos[s]);
-      ts.noreuse_post = hash_bytes(nd, ts.host.bytes);
-      if (rp.slots[s].bo == ReuseEngine::kNone) continue;
-      const uint8_t* rd = b_.device_bytes(rp.slots[s].bo);
-      size_t cmp = std::min(ts.host.bytes, ts.bo_bytes);
+      if (!nbos) {  // written by the body: the same bytes in both engines
+        ts.reuse_post = hash_bytes(b_.device_bytes(bo), cmp);
+        ts.noreuse_post = ts.reuse_post;
+        known_[bo] = {cmp, ts.reuse_post};
+        continue;
+      }
+      const uint8_t* ndata = b_.device_bytes((*nbos)[s]);
+      ts.noreuse_post = hash_bytes(ndata, ts.host.bytes);
+      if (bo == ReuseEngine::kNone) continue;
+      const uint8_t* rd = b_.device_bytes(bo);
       ts.reuse_post = hash_bytes(rd, cmp);
+      known_[bo] = {cmp, ts.reuse_post};
       if (ts.reuse_post == ts.noreuse_post || cmp != ts.host.bytes) continue;
       for (size_t i = 0; i < cmp; ++i) {
-        if (rd[i] == nd[i]) continue;
+        if (rd[i] == ndata[i]) continue;
         ts.diff_bytes++;
         if (!reuse_pre[s].empty() && reuse_pre[s][i] == rd[i]) ts.stale_diff_bytes++;
       }
     }
   }
 
-  // Reads back the outputs (zero-copy views for the reuse engine) and compares them.
-  void read_outputs(const PlanCall& c, const Prepared& rp, const std::vector<BoHandle>& nbos,
-                    std::vector<uint8_t*>& rout, std::vector<uint8_t*>& nout) {
+  // A BO the dispatch did not change: its pre-dispatch hash still holds. Where two slots
+  // share a BO, the last one hashed stays known.
+  void remember(BoHandle bo, size_t n, uint64_t h) { known_[bo] = {n, h}; }
+
+  // Reads back the outputs (zero-copy views for the reuse engine) and compares them. `nbos`
+  // null: the no-reuse engine took the reuse engine's results (its output is the reuse
+  // engine's where the body writes the slot, the host bytes where it does not).
+  void read_outputs(const PlanCall& c, const Prepared& rp, const std::vector<BoHandle>* nbos,
+                    const CallInputs& in, std::vector<uint8_t*>& rout,
+                    std::vector<const uint8_t*>& nout) {
     size_t n = c.kernel->slots.size();
     auto valid = [&](int i) { return i >= 0 && static_cast<size_t>(i) < n; };
     rout.assign(n, nullptr);
@@ -384,26 +492,31 @@ class Runner {
       if (valid(o.index) && !rp.failed) rout[static_cast<size_t>(o.index)] = reuse_.read_output(rp, o.index);
     t_.reuse.read_s += since(tr);
     tr = Clock::now();
+    TraceCall& tc = rec(c);
     for (auto& o : c.outputs) {
       if (!valid(o.index)) continue;
       auto s = static_cast<size_t>(o.index);
-      b_.sync_from_device(nbos[s]);
-      nout[s] = b_.map(nbos[s]);
+      if (!nbos) {
+        nout[s] = tc.slots[s].access.written ? rout[s] : in.noreuse[s].data;
+        continue;
+      }
+      b_.sync_from_device((*nbos)[s]);
+      nout[s] = b_.map((*nbos)[s]);
     }
     t_.noreuse.read_s += since(tr);
-    TraceCall& tc = rec(c);
     for (auto& o : c.outputs) {
       if (!valid(o.index) || rp.failed) continue;
       auto s = static_cast<size_t>(o.index);
       DType dt = c.kernel->slots[s].dtype;
       Divergence d = compare(TensorRef{rout[s], dt, c.slot_shapes[s]},
-                             TensorRef{nout[s], dt, c.slot_shapes[s]});
+                             TensorRef{const_cast<uint8_t*>(nout[s]), dt, c.slot_shapes[s]});
       tc.outputs_cmp.push_back({o.index, d.bit_exact, d.cosine, d.max_abs, d.max_rel, d.nan_a,
                                 d.inf_a, d.nan_b, d.inf_b, d.elements});
     }
   }
 
-  void probe(const PlanCall& c, const std::vector<HostSlot>& host, const std::vector<uint8_t*>& nout) {
+  void probe(const PlanCall& c, const std::vector<HostSlot>& host,
+             const std::vector<const uint8_t*>& nout) {
     std::vector<const uint8_t*> ref(nout.begin(), nout.end());
     TraceCall& tc = rec(c);
     auto store = [&](const std::vector<SlotProbe>& probes) {
@@ -414,14 +527,15 @@ class Runner {
     if (opt_.probe_all) {
       if (++probed_calls_[c.bo_key] > opt_.probe_calls_per_key) return;
       for (size_t s = 0; s < host.size(); ++s)
-        store(probe_slots(b_, c, body, host, ref, {static_cast<int>(s)}));
+        if (!known_probe(c, static_cast<int>(s)))
+          store(probe_slots(b_, c, body, host, ref, {static_cast<int>(s)}));
       return;
     }
-    std::vector<int> slots;
+    std::vector<int> candidates, slots;
     for (auto& r : c.inters)
       if (r.index >= 0 && static_cast<size_t>(r.index) < host.size() && !c.is_static(r.index))
-        slots.push_back(r.index);
-    if (slots.empty()) return;
+        candidates.push_back(r.index);
+    if (candidates.empty()) return;
     if (!opt_.probe_every_call) {
       // What a probe's outcome depends on: the kernel body and its shapes, the kernel
       // params, where each slot lives and what kind of host data it gets. A later call of a
@@ -432,6 +546,9 @@ class Runner {
       seen.calls++;
       seen.signatures.insert(std::move(sig));
     }
+    for (int slot : candidates)
+      if (!known_probe(c, slot)) slots.push_back(slot);
+    if (slots.empty()) return;
     store(probe_slots(b_, c, body, host, ref, slots));
   }
 
@@ -452,10 +569,26 @@ class Runner {
     return sig;
   }
 
+  // With the shortcuts on and the reference body as the kernel, the probe of a slot the body
+  // overwrites before any read, or never touches, has a known outcome: no canary byte can
+  // reach an output (read false), and every byte is written (0 unwritten) or none is (every
+  // whole element unwritten). It is recorded without the canary runs and, by the same
+  // argument, leaving it out of a group probe changes nothing for the others.
+  bool known_probe(const PlanCall& c, int slot) {
+    if (!opt_.shadow_skip || c.kernel->npu.mode != NpuBinary::Mode::none) return false;
+    TraceSlot& ts = rec(c).slots[static_cast<size_t>(slot)];
+    const BodyAccess& a = ts.access;
+    if (a.reads_before_write || (a.written && !a.overwritten)) return false;
+    size_t es = dtype_size(c.kernel->slots[static_cast<size_t>(slot)].dtype);
+    size_t bytes = c.slot_bytes[static_cast<size_t>(slot)];
+    ts.probe = ProbeResult{true, false, a.overwritten ? 0 : bytes / es * es};
+    return true;
+  }
+
   // Dataflow: the reuse engine's outputs feed later calls as a real engine's would; the
   // no-reuse engine's outputs feed the no-reuse dataflow while it agrees.
   void keep_outputs(const PlanCall& c, const Prepared& rp, const std::vector<uint8_t*>& rout,
-                    const std::vector<uint8_t*>& nout, bool agree) {
+                    const std::vector<const uint8_t*>& nout, bool agree) {
     const TraceCall& tc = rec(c);
     for (auto& k : c.keep)
       for (auto& o : tc.outputs_cmp)
@@ -463,8 +596,12 @@ class Runner {
     for (auto& k : c.keep) {
       auto s = static_cast<size_t>(k.slot);
       if (k.view && !rp.failed) {
-        ViewRef v{rp.slots[s].bo, rout[s], c.slot_bytes[s], hash_bytes(rout[s], c.slot_bytes[s]),
-                  &c, k.slot, false};
+        // The BO's bytes were hashed after dispatch (reuse_post) when it holds the whole slot.
+        const TraceSlot& ts = tc.slots[s];
+        uint64_t h = ts.host.bytes == c.slot_bytes[s] && ts.bo_bytes >= c.slot_bytes[s]
+                         ? ts.reuse_post
+                         : hash_bytes(rout[s], c.slot_bytes[s]);
+        ViewRef v{rp.slots[s].bo, rout[s], c.slot_bytes[s], h, &c, k.slot, false};
         rstore_.keep_view(k.target, v);
       } else {
         std::memcpy(rstore_.write(k.target).data, rp.failed ? nout[s] : rout[s], c.slot_bytes[s]);
@@ -547,6 +684,12 @@ class Runner {
     std::set<std::vector<int64_t>> signatures;
   };
   std::map<std::pair<std::string, std::string>, ProbeSeen> probe_seen_;  // (cache, key)
+  // Hashes of arrays that never change during the run (model tensors, zeros), by address
+  // and size.
+  std::map<std::pair<const uint8_t*, size_t>, uint64_t> const_hashes_;
+  // What is known of each reuse BO's device bytes: the hash of its first n bytes, kept from
+  // the last write or hash of them (they change only by a host write or a dispatch).
+  std::unordered_map<BoHandle, std::pair<size_t, uint64_t>> known_;
 };
 
 }  // namespace

@@ -14,6 +14,12 @@
 
 namespace bod {
 
+// Counts a run can report besides its Trace (tests, the benchmark).
+struct RunStats {
+  long shadow_runs = 0;   // calls the no-reuse engine ran
+  long shadow_taken = 0;  // calls it took the reuse engine's results for (shadow_skip)
+};
+
 struct RunOptions {
   bool no_reuse = true;  // false: reuse engine only (the benchmark's reference run)
   // canary-probe intermediate slots (latent bugs): each bo_key's first `probe_calls_per_key`
@@ -26,6 +32,15 @@ struct RunOptions {
   bool probe_all = false;
   int probe_calls_per_key = 2;
   bool timings = false;  // keep measured times in the trace's figures
+  // The no-reuse engine takes the reuse engine's results instead of running a call whose
+  // kernel reads the same bytes (by hash) in both engines (runner.cpp,
+  // can_take_reuse_results). The trace and every report are byte-identical either way
+  // (tests/runner/shadow_skip_test.cpp); false runs every call on both engines. A run with
+  // `timings` takes no shadow shortcut: its no-reuse engine times are those of real calls.
+  // Also: probes whose outcome the body's access analysis fixes are not run (runner.cpp,
+  // known_probe).
+  bool shadow_skip = true;
+  RunStats* stats = nullptr;  // filled in when set
   // Called before each step and once at the end with (steps done, steps in all): the CLI's
   // progress line and its --timeout (which throws FatalError to stop the run).
   std::function<void(size_t, size_t)> progress;
