@@ -185,7 +185,7 @@ class Browser : public CiFormats {
     return "";
   }
   std::string flags() const {
-    return " --headless --no-sandbox --disable-gpu --hide-scrollbars --user-data-dir=" +
+    return " --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --hide-scrollbars --user-data-dir=" +
            quote((dir_ / "profile").string()) + " ";
   }
   std::string dom(const std::string& html) {
