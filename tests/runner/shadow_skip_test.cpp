@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "support/fixtures.h"
 #include "checks/checks.h"
 #include "report/report.h"
 #include "runner/runner.h"
@@ -23,22 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 const fs::path kSource = BOD_SOURCE_DIR;
 
-std::vector<std::string> fixtures() {
-  std::vector<std::string> r;
-  for (const char* dir : {"fixtures/bugs", "fixtures/models"})
-    for (auto& e : fs::directory_iterator(kSource / dir))
-      if (fs::exists(e.path() / "model.json") && !fs::exists(e.path() / "LARGE"))
-        r.push_back(std::string(dir) + "/" + e.path().filename().string());
-  std::sort(r.begin(), r.end());
-  return r;
-}
-
-std::string name_of(const ::testing::TestParamInfo<std::string>& info) {
-  std::string s = fs::path(info.param).filename().string();
-  for (char& c : s)
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  return s;
-}
+std::vector<std::string> fixtures() { return testing::fixture_dirs(); }
 
 struct Outcome {
   std::string trace, json, text, error;
@@ -105,7 +91,7 @@ TEST_P(ShadowSkip, TraceAndReportsAreIdenticalWithTheShortcutOnAndOff) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, ShadowSkip, ::testing::ValuesIn(fixtures()), name_of);
+INSTANTIATE_TEST_SUITE_P(Fixtures, ShadowSkip, ::testing::ValuesIn(fixtures()), testing::fixture_test_name);
 
 // The shortcut is taken where it should be: on the clean models, most calls (the reuse engine
 // skips only static weights, which hash the same, and intermediates the kernels overwrite).

@@ -2,6 +2,7 @@
 // recorded plan call by call (kernel, bo_key, index lists, shared flags, cache, placements),
 // folds layers and decode tokens of the fixture models into loops and repeated phases, stays
 // flat where nothing repeats, and passes `lint` with no finding the recorded plan does not have.
+#include "support/fixtures.h"
 #include "skeleton/skeleton.h"
 
 #include <gtest/gtest.h>
@@ -198,14 +199,7 @@ std::string write(const fs::path& p, const ojson& j) {
 
 // ------------------------------------------------------------------ fixtures
 
-std::vector<std::string> fixtures(const char* dir) {
-  std::vector<std::string> r;
-  for (auto& e : fs::directory_iterator(kSource / dir))
-    if (fs::exists(e.path() / "model.json") && !fs::exists(e.path() / "LARGE"))
-      r.push_back(std::string(dir) + "/" + e.path().filename().string());
-  std::sort(r.begin(), r.end());
-  return r;
-}
+std::vector<std::string> fixtures(const char* dir) { return testing::fixture_dirs({dir}); }
 
 std::string name_of(const ::testing::TestParamInfo<std::string>& info) {
   return file_name(fs::path(info.param).filename().string());

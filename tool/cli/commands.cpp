@@ -121,10 +121,6 @@ Status check_outputs(const CommandOptions& o) {
   return may_replace("--write-baseline", o.write_baseline, o.force);
 }
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 // The gate the options describe (ids validated, baseline read), with the model's
 // suppressions when there is a model.
@@ -198,12 +194,13 @@ CommandResult finish(const CommandOptions& o, Report r, const GateOptions& g) {
     if (r.trace)
       for (auto& c : r.trace->calls)
         if (c.first_of_key()) ptrs.insert(c.path);
-    auto text = read_regular_file(r.model_path, "a model.json file", 64u << 20, "64 MiB");
+    auto text = read_regular_file(r.model_path, "model file", "a model.json file",
+                                  kMaxModelFileBytes, "64 MiB");
     if (text) r.positions = locate_pointers(text.value(), ptrs);  // else pointers stand alone
   }
   if (!o.write_baseline.empty())
     if (auto st = write_atomic(o.write_baseline, render_baseline(r)); !st) return fail(st.error());
-  std::string f = lower(o.format);
+  std::string f = lower_ascii(o.format);
   std::string text = f == "json" ? render_json(r)
                      : f == "markdown" ? render_markdown(r)
                      : f == "sarif" ? render_sarif(r)
@@ -228,7 +225,7 @@ Result<Trace> execute(const CommandOptions& o, const Model& m, const Plan& p, co
 
 Status check_format(const std::string& format) {
   static const std::vector<std::string> kFormats = {"text", "json", "markdown", "sarif", "junit", "html"};
-  std::string f = lower(format);
+  std::string f = lower_ascii(format);
   if (std::find(kFormats.begin(), kFormats.end(), f) != kFormats.end()) return ok_status();
   return Error{"--format", "unknown format '" + format + "'" + did_you_mean(f, kFormats) +
                                "; expected text, json, markdown, sarif, junit or html"};
@@ -274,7 +271,7 @@ CommandResult cmd_check(const CommandOptions& o) {
   if (!p) return fail(at_model(o, p.error()));
   auto g = gate_options(o, &m);
   if (!g) return fail(g.error());
-  bool markdown = lower(o.format) == "markdown";
+  bool markdown = lower_ascii(o.format) == "markdown";
   Trace t = plan_trace(p.value(), o.model);
   if (!has_inconsistent_declarations(t)) {
     RunOptions ro;
@@ -314,7 +311,7 @@ CommandResult cmd_skeleton(const CommandOptions& o) {
 
 CommandResult cmd_classify(const CommandOptions& o) {
   if (auto st = check_outputs(o); !st) return fail(st.error());
-  std::string format = lower(o.format);
+  std::string format = lower_ascii(o.format);
   if (format != "text" && format != "json")
     return fail(Error{"--format", "unknown format '" + o.format + "'" +
                                       did_you_mean(format, {"text", "json"}) +
@@ -334,7 +331,7 @@ CommandResult cmd_classify(const CommandOptions& o) {
 }
 
 CommandResult cmd_list_checks(const std::string& format_in) {
-  std::string format = lower(format_in);
+  std::string format = lower_ascii(format_in);
   if (format != "text" && format != "json")
     return fail(Error{"--format", "unknown format '" + format_in + "'; expected text or json"});
   std::ostringstream s;

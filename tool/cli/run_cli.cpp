@@ -28,8 +28,7 @@ CLI::Validator format_of(std::vector<std::string> formats) {
   std::string list = name_list(formats);
   return CLI::Validator(
       [formats, list](std::string& v) -> std::string {
-        std::string l;
-        for (char c : v) l += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        std::string l = lower_ascii(v);
         for (auto& f : formats)
           if (f == l) {
             v = l;

@@ -10,9 +10,11 @@
 
 namespace bod {
 
-// The file's bytes, or a one-line error naming `path`; `what` names the expected kind in
-// messages ("a model.json file"), `limit` the file size cap (with `limit_name`, e.g. "64 MiB").
-Result<std::string> read_regular_file(const std::string& path, const std::string& what,
-                                      size_t limit, const std::string& limit_name);
+// The file's bytes, or a one-line error naming `path`. `noun` names the file in messages
+// ("model file"), `expected` the kind it must be ("a model.json file"), `limit` the size cap
+// (with `limit_name`, e.g. "64 MiB").
+Result<std::string> read_regular_file(const std::string& path, const std::string& noun,
+                                      const std::string& expected, size_t limit,
+                                      const std::string& limit_name);
 
 }  // namespace bod

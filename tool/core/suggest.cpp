@@ -46,6 +46,11 @@ std::string did_you_mean(const std::string& word, const std::vector<std::string>
   return c.empty() || c == word ? "" : "; did you mean '" + c + "'?";
 }
 
+std::string lower_ascii(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
 std::string name_list(const std::vector<std::string>& names, size_t max) {
   std::string s;
   for (size_t i = 0; i < names.size() && i < max; ++i) s += (i ? ", " : "") + names[i];

@@ -15,6 +15,9 @@ std::string closest(const std::string& word, const std::vector<std::string>& can
 // "; did you mean 'x'?" or "" (for appending to a message).
 std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates);
 
+// `s` with ASCII letters lower-cased: case-insensitive names (formats, --fail-on levels).
+std::string lower_ascii(std::string s);
+
 // "a, b, c" (at most `max` names, then ", ... (N in all)"), for "expected one of ..." lists.
 std::string name_list(const std::vector<std::string>& names, size_t max = 12);
 

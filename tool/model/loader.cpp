@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/input_file.h"
 #include "model/loader_internal.h"
 
 #include <fcntl.h>
@@ -427,40 +428,10 @@ Result<Model> parse_model(const std::string& text, const std::string& path) {
 }
 
 Result<Model> load_model(const std::string& path) {
-  // A regular file only: /dev/zero would be read without end and a FIFO would block, so the
-  // file is opened without blocking and its type checked on the open descriptor before any
-  // read; its size is capped before it is read (docs/model-format.md §13).
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  if (fd < 0)
-    return Error{path, std::string("cannot open model file: ") + std::strerror(errno) +
-                           " (does it exist and is it readable?)"};
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  struct stat st;
-  if (::fstat(fd, &st) != 0)
-    return Error{path, std::string("cannot stat model file: ") + std::strerror(errno)};
-  if (S_ISDIR(st.st_mode)) return Error{path, "is a directory; expected a model.json file"};
-  if (!S_ISREG(st.st_mode))
-    return Error{path, "is not a regular file (a device, FIFO or socket); expected a model.json "
-                       "file"};
-  if (static_cast<uint64_t>(st.st_size) > kMaxModelFileBytes)
-    return Error{path, "model file is " + std::to_string(st.st_size) + " bytes; expected at most " +
-                           std::to_string(kMaxModelFileBytes) + " (64 MiB)"};
-  std::string text;
-  text.resize(static_cast<size_t>(st.st_size) + 1);  // one more: notice a file that grew
-  size_t got = 0;
-  while (got < text.size()) {
-    ssize_t n = ::read(fd, text.data() + got, text.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Error{path, std::string("cannot read model file: ") + std::strerror(errno)};
-    if (n == 0) break;
-    got += static_cast<size_t>(n);
-  }
-  if (got > static_cast<size_t>(st.st_size))
-    return Error{path, "model file changed size while it was read; expected a file at rest"};
-  text.resize(got);
+  // A regular file only (/dev/zero would be read without end, a FIFO would block), its size
+  // capped before it is read (docs/model-format.md §13).
+  BOD_TRY(std::string text, read_regular_file(path, "model file", "a model.json file",
+                                              kMaxModelFileBytes, "64 MiB"));
   return parse_model(text, path);
 }
 

@@ -25,8 +25,7 @@ const char* fail_on_name(FailOn f) {
 }
 
 Result<FailOn> parse_fail_on(const std::string& s) {
-  std::string l;
-  for (char c : s) l += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::string l = lower_ascii(s);
   for (FailOn f : {FailOn::error, FailOn::warning, FailOn::note, FailOn::never})
     if (l == fail_on_name(f)) return f;
   return Error{"--fail-on", "unknown value '" + s + "'" +
@@ -121,7 +120,8 @@ std::string fingerprint(const Finding& f) {
 
 Result<std::set<std::string>> read_baseline(const std::string& path) {
   constexpr size_t kMaxBaseline = 64u << 20;
-  BOD_TRY(std::string text, read_regular_file(path, "a bo-doctor baseline file (--write-baseline)",
+  BOD_TRY(std::string text, read_regular_file(path, "baseline file",
+                                              "a bo-doctor baseline file (--write-baseline)",
                                               kMaxBaseline, "64 MiB"));
   auto j = nlohmann::json::parse(text, nullptr, false);
   auto bad = [&](const std::string& what) {

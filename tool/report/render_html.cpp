@@ -188,12 +188,7 @@ std::string render_html(const Report& r) {
     << "</p>\n";
   // First bad call, as in the text report.
   if (r.trace) {
-    const Finding* first = nullptr;
-    for (auto& f : r.findings)
-      if (f.status == FindingStatus::active && f.severity == Severity::error && f.call &&
-          (!first || f.call < first->call))
-        first = &f;
-    if (first)
+    if (const Finding* first = r.first_error())
       o << "<p id=\"first-error\">First error: call " << first->call << " ("
         << esc(r.trace->call(first->call)->where()) << "), " << esc(first->kernel)
         << (first->slot >= 0 ? " slot " + std::to_string(first->slot) + " (" + esc(first->slot_name) + ")" : "")

@@ -62,11 +62,7 @@ void group(std::ostringstream& o, const Report& r, const FindingGroup& g) {
 
 // The first bad call at a glance: the first error finding and the first diverging call.
 void first_bad(std::ostringstream& o, const Report& r) {
-  const Finding* first = nullptr;
-  for (auto& f : r.findings)
-    if (f.status == FindingStatus::active && f.severity == Severity::error && f.call &&
-        (!first || f.call < first->call || (f.call == first->call && first->latent && !f.latent)))
-      first = &f;
+  const Finding* first = r.first_error();
   int diverged = 0;
   if (r.trace && r.trace->header.caps.no_reuse)
     for (auto& c : r.trace->calls)

@@ -20,6 +20,15 @@ bool Report::fails() const {
   return false;  // exit 1 and "fail" (README, exit codes)
 }
 
+const Finding* Report::first_error() const {
+  const Finding* first = nullptr;
+  for (auto& f : findings)
+    if (f.status == FindingStatus::active && f.severity == Severity::error && f.call &&
+        (!first || f.call < first->call || (f.call == first->call && first->latent && !f.latent)))
+      first = &f;
+  return first;
+}
+
 std::string Report::location(const std::string& pointer) const {
   auto it = positions.find(pointer);
   if (it != positions.end())

@@ -43,6 +43,9 @@ struct Report {
   // "model.json:12:9" for a finding's pointer when its position is known, else
   // "model.json:/program/..." (or the recorded "file.py:42").
   std::string location(const std::string& pointer) const;
+  // The earliest new error tied to a call (a diverging one before a latent one on the same
+  // call), or null: the "first error" line of the text and HTML reports.
+  const Finding* first_error() const;
 };
 
 // Runs every check and analysis on `t` and assembles the report. The trace must outlive it.
