@@ -335,3 +335,22 @@ TEST_F(KindCli, ProgressLineOnlyOnATerminal) {
 
 }  // namespace
 }  // namespace bod
+
+namespace bod {
+namespace {
+
+TEST_F(KindCli, ProbeModesFromTheCommandLine) {
+  std::string model = quote(fixture("models/llama-tiny"));
+  Proc smart = run("check " + model + " --probe");
+  EXPECT_EQ(smart.code, 0) << smart.err;
+  EXPECT_NE(smart.out.find("probe coverage: probed 48 of 144 calls"), std::string::npos) << smart.out;
+  Proc all = run("check " + model + " --probe=all");
+  EXPECT_EQ(all.code, 0) << all.err;
+  EXPECT_NE(all.out.find("probe coverage: probed 144 of 144 calls"), std::string::npos) << all.out;
+  Proc bad = run("check " + model + " --probe=al");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("did you mean 'all'?"), std::string::npos) << bad.err;
+}
+
+}  // namespace
+}  // namespace bod
