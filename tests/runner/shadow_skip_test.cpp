@@ -3,6 +3,10 @@
 // fixture, with and without probing (and classify's probe-all), the saved trace and the JSON
 // and text reports are byte-identical with the shortcut on and off. And it is taken: on the
 // clean models most calls skip the second run.
+// Likewise the CPU device's copy on write (BackendOptions::share: a BO's host mapping and
+// device side share one block until written, whole writes from model tensors share the
+// tensor, a kernel's own copy only of slots its body writes): traces and reports are
+// byte-identical to a device that copies on every write and sync.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -33,7 +37,8 @@ struct Outcome {
 
 enum class Probe { none, probe, probe_all };
 
-Outcome run(const std::string& fixture, bool skip, Probe probe, bool timings = false) {
+Outcome run(const std::string& fixture, bool skip, Probe probe, bool timings = false,
+            bool share = true) {
   Outcome o;
   std::string path = (kSource / fixture / "model.json").string();
   auto m = load_model(path);
@@ -51,7 +56,7 @@ Outcome run(const std::string& fixture, bool skip, Probe probe, bool timings = f
   ro.stats = &o.stats;
   ro.timings = timings;
   try {
-    auto backend = make_cpu_backend();
+    auto backend = make_cpu_backend(share);
     t = run_plan(p.value(), path, d.value(), *backend, ro);
   } catch (const FatalError& e) {
     return o.error = e.error.line(), o;
@@ -92,6 +97,26 @@ TEST_P(ShadowSkip, TraceAndReportsAreIdenticalWithTheShortcutOnAndOff) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, ShadowSkip, ::testing::ValuesIn(fixtures()), testing::fixture_test_name);
+
+class CopyOnWrite : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CopyOnWrite, TraceAndReportsAreIdenticalToADeviceThatCopies) {
+  for (Probe probe : {Probe::none, Probe::probe, Probe::probe_all})
+    for (bool skip : {true, false}) {
+      SCOPED_TRACE(std::string(probe == Probe::none    ? "no probe"
+                               : probe == Probe::probe ? "--probe"
+                                                       : "probe all") +
+                   (skip ? ", shadow shortcut" : ", no shortcut"));
+      Outcome shared = run(GetParam(), skip, probe, false, true);
+      Outcome copied = run(GetParam(), skip, probe, false, false);
+      EXPECT_EQ(shared.error, copied.error);
+      EXPECT_TRUE(shared.trace == copied.trace) << "the saved traces differ";
+      EXPECT_EQ(shared.json, copied.json);
+      EXPECT_EQ(shared.text, copied.text);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, CopyOnWrite, ::testing::ValuesIn(fixtures()), testing::fixture_test_name);
 
 // The shortcut is taken where it should be: on the clean models, most calls (the reuse engine
 // skips only static weights, which hash the same, and intermediates the kernels overwrite).

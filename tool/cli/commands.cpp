@@ -47,8 +47,9 @@ Result<Plan> load_plan(const CommandOptions& o, Model& m) {
 }
 
 // The backend, with every kernel's NPU binary loaded before any BO is allocated.
-std::unique_ptr<Backend> open_backend(const CommandOptions& o, const Model& m) {
-  auto b = make_backend(BackendOptions{o.backend, o.device, o.timeout_ms});
+// `share`: see BackendOptions::share.
+std::unique_ptr<Backend> open_backend(const CommandOptions& o, const Model& m, bool share) {
+  auto b = make_backend(BackendOptions{o.backend, o.device, o.timeout_ms, share});
 #ifdef BOD_WITH_XRT
   for (auto& k : m.kernels) xrt_prepare_kernel(*b, k.name, k.npu);
 #else
@@ -216,7 +217,8 @@ Result<Trace> execute(const CommandOptions& o, const Model& m, const Plan& p, co
   auto data = HostData::load(m);
   if (!data) return data.error();
   try {
-    auto backend = open_backend(o, m);
+    // A timed run copies on every write and sync, so its times include what transfers cost.
+    auto backend = open_backend(o, m, !ro.timings);
     return run_plan(p, o.model, data.value(), *backend, ro);
   } catch (const FatalError& e) {
     return at_model(o, e.error);

@@ -21,6 +21,9 @@ struct HostSlot {
   // of a whole write reuses it instead of hashing the bytes again.
   uint64_t hash = 0;
   bool hashed = false;
+  // The bytes stay unchanged and alive for the whole run (a model tensor, the zeros): the
+  // backend may share them instead of copying (Backend::write).
+  bool stable = false;
 };
 
 // What the reuse engine did with one slot this call.
@@ -53,8 +56,9 @@ class ReuseEngine {
   explicit ReuseEngine(Backend& b, bool hash_writes = true) : b_(b), hash_writes_(hash_writes) {}
   // Picks or allocates the BO of every slot and does the host writes the rules allow.
   Prepared prepare(const PlanCall& c, const std::vector<HostSlot>& host);
-  // Syncs an output BO from the device; returns the zero-copy view into its mapping.
-  uint8_t* read_output(const Prepared& p, int slot);
+  // Syncs an output BO from the device; returns its mapping's bytes (a zero-copy view reads
+  // them again through Backend::host_bytes).
+  const uint8_t* read_output(const Prepared& p, int slot);
   LastChange last_change(BoHandle bo) const;
   void note_dispatch(const PlanCall& c, const Prepared& p);
   static constexpr BoHandle kNone = ~BoHandle(0);  // a slot without a BO
@@ -91,8 +95,9 @@ class NoReuseEngine {
   Backend& b_;
 };
 
-// Hands the backend one dispatch of `body` on `bos`.
+// Hands the backend one dispatch of the bound body `k` on `bos` (with what the body does to
+// each slot, from its access analysis).
 DispatchInfo dispatch_body(Backend& b, const PlanCall& c, const std::vector<BoHandle>& bos,
-                           const std::vector<Shape>& shapes, const Body& body);
+                           const std::vector<Shape>& shapes, const BoundKernel& k);
 
 }  // namespace bod

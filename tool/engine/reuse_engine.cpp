@@ -121,16 +121,18 @@ bool ReuseEngine::bind(const PlanCall& c, int s, SlotWrite& w) {
 
 void ReuseEngine::write(const PlanCall& c, size_t s, const HostSlot& host, SlotWrite& w) {
   size_t nbytes = std::min(host.bytes, w.bo_bytes);
-  uint8_t* m = b_.map(w.bo);
-  if (host.data) std::memmove(m, host.data, nbytes);
-  else std::memset(m, 0, nbytes);
+  if (host.data) {
+    b_.write(w.bo, host.data, nbytes, host.stable);
+  } else {
+    std::memset(b_.map(w.bo), 0, nbytes);
+  }
   b_.sync_to_device(w.bo, nbytes);
   w.written = true;
   w.written_bytes = nbytes;
   // The bytes written are the host array's when it was written whole: its hash is theirs.
   w.written_hash = !hash_writes_                                    ? 0
                    : host.hashed && host.data && nbytes == host.bytes ? host.hash
-                                                                      : hash_bytes(m, nbytes);
+                                                                      : hash_bytes(b_.host_bytes(w.bo), nbytes);
   changed_[w.bo] = LastChange{c.number, true};
   (void)s;
 }
@@ -140,10 +142,10 @@ void ReuseEngine::note_dispatch(const PlanCall& c, const Prepared& p) {
     if (c.is_output(static_cast<int>(s))) changed_[p.slots[s].bo] = LastChange{c.number, false};
 }
 
-uint8_t* ReuseEngine::read_output(const Prepared& p, int slot) {
+const uint8_t* ReuseEngine::read_output(const Prepared& p, int slot) {
   BoHandle bo = p.slots[static_cast<size_t>(slot)].bo;
   b_.sync_from_device(bo);
-  return b_.map(bo);
+  return b_.host_bytes(bo);
 }
 
 LastChange ReuseEngine::last_change(BoHandle bo) const {
@@ -156,9 +158,8 @@ std::vector<BoHandle> NoReuseEngine::prepare(const PlanCall& c, const std::vecto
   for (size_t s = 0; s < c.slot_bytes.size(); ++s) {
     BoHandle h =
         b_.alloc(BoDesc{c.slot_bytes[s], static_cast<int>(s), c.kernel->name, "no-reuse", true});
-    uint8_t* m = b_.map(h);
-    if (host[s].data) std::memcpy(m, host[s].data, c.slot_bytes[s]);
-    else std::memset(m, 0, c.slot_bytes[s]);
+    if (host[s].data) b_.write(h, host[s].data, c.slot_bytes[s], host[s].stable);
+    else std::memset(b_.map(h), 0, c.slot_bytes[s]);
     b_.sync_to_device(h, c.slot_bytes[s]);
     h2d_bytes += c.slot_bytes[s];
     writes++;
@@ -179,13 +180,19 @@ void NoReuseEngine::release(const std::vector<BoHandle>& bos) {
 }
 
 DispatchInfo dispatch_body(Backend& b, const PlanCall& c, const std::vector<BoHandle>& bos,
-                           const std::vector<Shape>& shapes, const Body& body) {
+                           const std::vector<Shape>& shapes, const BoundKernel& k) {
   Dispatch d;
   d.kernel = c.kernel->name;
   d.binary = c.kernel->npu.mode == NpuBinary::Mode::none ? nullptr : &c.kernel->npu;
   d.bos = bos;
   for (size_t s = 0; s < bos.size(); ++s) d.slot_dtypes.push_back(c.kernel->slots[s].dtype);
   d.slot_shapes = shapes;
+  if (k.access.size() == bos.size())
+    for (const SlotAccess& a : k.access)
+      d.slot_use.push_back(!a.written                             ? SlotUse::read
+                           : a.overwritten && !a.read_before_write ? SlotUse::overwrite
+                                                                   : SlotUse::write);
+  const Body& body = k.body;
   d.body = [&body](const std::vector<TensorRef>& slots) { body.run(slots); };
   return b.dispatch(d);
 }

@@ -20,7 +20,7 @@ Status HostData::load_one(const Model& m, const TensorDecl& t, Bytes& out) {
     if (!st) return named(t, st.error());
   }
   out.n = static_cast<size_t>(numel(t.shape)) * dtype_size(t.dtype);
-  out.p.reset(new uint8_t[std::max<size_t>(out.n, 1)]);  // not zeroed: filled or read below
+  out.p = alloc_pages(out.n, false);  // not zeroed: filled or read below
   if (t.init) {
     fill_tensor(out.data(), t.dtype, numel(t.shape), *t.init, m.seed, t.name);
     return ok_status();

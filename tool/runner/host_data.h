@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/pages.h"
 #include "plan/plan.h"
 
 namespace bod {
@@ -19,10 +20,11 @@ class HostData {
   TensorRef tensor(const Model& m, const BoundArray& b) const;
 
  private:
-  // Uninitialised storage: every byte is generated or read before use, so no pass zero-fills
-  // (and first-touches) gigabytes of weights single-threaded; the generator's threads do it.
+  // Storage no pass zero-fills: every byte is generated or read before use, and the
+  // generator's threads first-touch the pages (huge pages where allowed). The bytes never
+  // change after load, so the CPU device shares them with the BOs written from them.
   struct Bytes {
-    std::unique_ptr<uint8_t[]> p;
+    Pages p;
     size_t n = 0;
     uint8_t* data() { return p.get(); }
   };

@@ -23,7 +23,7 @@ struct Outcome {
   std::vector<std::vector<uint8_t>> post;  // post bytes of the probed slots
 };
 
-Outcome run_once(Backend& b, const PlanCall& c, const Body& body, const std::vector<HostSlot>& host,
+Outcome run_once(Backend& b, const PlanCall& c, const BoundKernel& body, const std::vector<HostSlot>& host,
                  const std::vector<const uint8_t*>& ref, const std::vector<int>& slots,
                  int pattern) {
   std::vector<BoHandle> bos;
@@ -78,7 +78,7 @@ size_t unwritten(const PlanCall& c, int slot, const std::vector<uint8_t>& a,
 
 }  // namespace
 
-std::vector<SlotProbe> probe_slots(Backend& b, const PlanCall& c, const Body& body,
+std::vector<SlotProbe> probe_slots(Backend& b, const PlanCall& c, const BoundKernel& body,
                                    const std::vector<HostSlot>& host,
                                    const std::vector<const uint8_t*>& ref,
                                    const std::vector<int>& slots) {

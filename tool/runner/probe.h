@@ -23,7 +23,7 @@ void fill_canary(uint8_t* dst, size_t n, DType dtype, int pattern);
 // Probes `slots` of call `c` (host data `host`, the no-reuse engine's inputs). `reference_outputs[s]` is
 // the no-reuse engine's output bytes of each output slot (null for others). When `each` is false,
 // all slots are probed together first and one at a time only if the outputs changed.
-std::vector<SlotProbe> probe_slots(Backend& b, const PlanCall& c, const Body& body,
+std::vector<SlotProbe> probe_slots(Backend& b, const PlanCall& c, const BoundKernel& body,
                                    const std::vector<HostSlot>& host,
                                    const std::vector<const uint8_t*>& reference_outputs,
                                    const std::vector<int>& slots);

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "core/hash.h"
+#include "core/pages.h"
 #include "engine/engine.h"
 #include "kernels/host_actions.h"
 #include "runner/metrics.h"
@@ -37,15 +38,15 @@ class Runner {
  public:
   Runner(const Plan& p, const std::string& model_path, const HostData& d, Backend& b,
          const RunOptions& opt)
-      : p_(p), m_(*p.model), data_(d), b_(b), opt_(opt), reuse_(b, opt.no_reuse), noreuse_(b), rstore_(m_),
-        nstore_(m_), t_(opt.no_reuse ? plan_trace(p, model_path) : Trace{}) {
+      : p_(p), m_(*p.model), data_(d), b_(b), opt_(opt), reuse_(b, opt.no_reuse), noreuse_(b), rstore_(m_, &b),
+        nstore_(m_, &b), t_(opt.no_reuse ? plan_trace(p, model_path) : Trace{}) {
     size_t most = 0;  // one zero buffer for every unbound slot; never reallocated later
     for (auto& c : p.calls)
       for (auto b : c.slot_bytes) most = std::max(most, b);
     for (auto& h : p.hosts)  // host steps read "zeros" too, with the type expansion checked
       for (auto& [role, a] : h.operands)
         if (a.kind == Binding::Kind::zeros) most = std::max(most, host_zeros(a).bytes());
-    zeros_.assign(std::max<size_t>(most, 1), 0);  // never empty: data() is never null
+    zeros_ = alloc_pages(most, true);  // never null; large: zero pages that hold no memory
     Capabilities& caps = t_.header.caps;
     caps.run = true;
     caps.no_reuse = caps.byte_diffs = caps.verify = opt.no_reuse;
@@ -127,12 +128,12 @@ class Runner {
   TensorRef host_zeros(const BoundArray& a) {
     auto t = bound_type(m_, a);
     TensorRef r = t ? t.value() : TensorRef{};
-    r.data = zeros_.data();
+    r.data = zeros_.get();
     return r;
   }
 
   TensorRef zeros(size_t bytes) {
-    return TensorRef{zeros_.data(), DType::i8, {static_cast<int64_t>(bytes)}};
+    return TensorRef{zeros_.get(), DType::i8, {static_cast<int64_t>(bytes)}};
   }
 
   // The array a binding names in the reuse dataflow (`noreuse` false) or the no-reuse one.
@@ -220,9 +221,13 @@ class Runner {
       // np.empty(0) stands in for freed weights: the engine's write uploads 0 bytes.
       bool empty = a.kind == Binding::Kind::placeholder &&
                    a.placeholder == Binding::Placeholder::empty;
+      // Model tensors and the zeros never change during a run: the backend may share them.
+      bool stable = immutable_source(a) && !view_call;
       in.reuse[s] = HostSlot{r.data, empty ? 0 : c.slot_bytes[s]};
+      in.reuse[s].stable = stable;
       TensorRef nr = a.kind == Binding::Kind::placeholder ? data_.tensor(m_, a) : r;
       in.noreuse[s] = HostSlot{nr.data, c.slot_bytes[s]};
+      in.noreuse[s].stable = stable;
     }
     // The no-reuse dataflow's inputs: the same as the no-reuse engine's until they split.
     in.dataflow = in.noreuse;
@@ -230,6 +235,7 @@ class Runner {
       if (c.args[s].kind != Binding::Kind::var) continue;
       TensorRef t = nstore_.read(c.args[s], [](const std::string&, ViewRef&) {});
       in.dataflow[s].data = t.data;
+      in.dataflow[s].stable = false;
       if (std::memcmp(t.data, in.noreuse[s].data, c.slot_bytes[s]) != 0) in.dataflows_agree = false;
     }
     return in;
@@ -276,7 +282,7 @@ class Runner {
     if (shadow) reuse_pre = stale_bytes(c, rp);
     dispatch_both(c, rp, shadow ? &nbos : nullptr);
     record_post(c, rp, shadow ? &nbos : nullptr, reuse_pre);
-    std::vector<uint8_t*> rout;
+    std::vector<const uint8_t*> rout;
     std::vector<const uint8_t*> nout;
     read_outputs(c, rp, shadow ? &nbos : nullptr, in, rout, nout);
     if (opt_.probe || opt_.probe_all) probe(c, in.noreuse, nout);
@@ -412,7 +418,7 @@ class Runner {
         std::vector<BoHandle> rbos;
         for (auto& w : rp.slots) rbos.push_back(w.bo);
         const PlanCall& sc = *rp.shape_call;
-        note(dispatch_body(b_, c, rbos, sc.slot_shapes, sc.bound->body));
+        note(dispatch_body(b_, c, rbos, sc.slot_shapes, *sc.bound));
         reuse_.note_dispatch(c, rp);
       }
       t_.reuse.dispatch_s += since(td);
@@ -420,7 +426,7 @@ class Runner {
     auto noreuse = [&] {
       if (!nbos) return;
       auto td = Clock::now();
-      dispatch_body(b_, c, *nbos, c.slot_shapes, c.bound->body);
+      dispatch_body(b_, c, *nbos, c.slot_shapes, *c.bound);
       t_.noreuse.dispatch_s += since(td);
     };
     if (c.number % 2) {
@@ -481,7 +487,7 @@ class Runner {
   // null: the no-reuse engine took the reuse engine's results (its output is the reuse
   // engine's where the body writes the slot, the host bytes where it does not).
   void read_outputs(const PlanCall& c, const Prepared& rp, const std::vector<BoHandle>* nbos,
-                    const CallInputs& in, std::vector<uint8_t*>& rout,
+                    const CallInputs& in, std::vector<const uint8_t*>& rout,
                     std::vector<const uint8_t*>& nout) {
     size_t n = c.kernel->slots.size();
     auto valid = [&](int i) { return i >= 0 && static_cast<size_t>(i) < n; };
@@ -501,14 +507,14 @@ class Runner {
         continue;
       }
       b_.sync_from_device((*nbos)[s]);
-      nout[s] = b_.map((*nbos)[s]);
+      nout[s] = b_.host_bytes((*nbos)[s]);
     }
     t_.noreuse.read_s += since(tr);
     for (auto& o : c.outputs) {
       if (!valid(o.index) || rp.failed) continue;
       auto s = static_cast<size_t>(o.index);
       DType dt = c.kernel->slots[s].dtype;
-      Divergence d = compare(TensorRef{rout[s], dt, c.slot_shapes[s]},
+      Divergence d = compare(TensorRef{const_cast<uint8_t*>(rout[s]), dt, c.slot_shapes[s]},
                              TensorRef{const_cast<uint8_t*>(nout[s]), dt, c.slot_shapes[s]});
       tc.outputs_cmp.push_back({o.index, d.bit_exact, d.cosine, d.max_abs, d.max_rel, d.nan_a,
                                 d.inf_a, d.nan_b, d.inf_b, d.elements});
@@ -523,7 +529,7 @@ class Runner {
       for (auto& p : probes)
         tc.slots[static_cast<size_t>(p.slot)].probe = ProbeResult{true, p.read, p.unwritten_bytes};
     };
-    const Body& body = c.bound->body;
+    const BoundKernel& body = *c.bound;
     if (opt_.probe_all) {
       if (++probed_calls_[c.bo_key] > opt_.probe_calls_per_key) return;
       for (size_t s = 0; s < host.size(); ++s)
@@ -587,7 +593,7 @@ class Runner {
 
   // Dataflow: the reuse engine's outputs feed later calls as a real engine's would; the
   // no-reuse engine's outputs feed the no-reuse dataflow while it agrees.
-  void keep_outputs(const PlanCall& c, const Prepared& rp, const std::vector<uint8_t*>& rout,
+  void keep_outputs(const PlanCall& c, const Prepared& rp, const std::vector<const uint8_t*>& rout,
                     const std::vector<const uint8_t*>& nout, bool agree) {
     const TraceCall& tc = rec(c);
     for (auto& k : c.keep)
@@ -617,11 +623,11 @@ class Runner {
   void noreuse_dataflow_call(const PlanCall& c, const std::vector<HostSlot>& host) {
     t_.noreuse_extra_calls++;
     std::vector<BoHandle> bos = noreuse_.prepare(c, host);
-    dispatch_body(b_, c, bos, c.slot_shapes, c.bound->body);
+    dispatch_body(b_, c, bos, c.slot_shapes, *c.bound);
     for (auto& k : c.keep) {
       auto s = static_cast<size_t>(k.slot);
       b_.sync_from_device(bos[s]);
-      std::memcpy(nstore_.write(k.target).data, b_.map(bos[s]), c.slot_bytes[s]);
+      std::memcpy(nstore_.write(k.target).data, b_.host_bytes(bos[s]), c.slot_bytes[s]);
     }
     noreuse_.release(bos);
   }
@@ -631,13 +637,13 @@ class Runner {
     std::vector<BoHandle> rbos;
     for (auto& w : rp.slots) rbos.push_back(w.bo);
     auto td = Clock::now();
-    note(dispatch_body(b_, c, rbos, c.slot_shapes, c.bound->body));
+    note(dispatch_body(b_, c, rbos, c.slot_shapes, *c.bound));
     reuse_.note_dispatch(c, rp);
     t_.reuse.dispatch_s += since(td);
     td = Clock::now();
     for (auto& k : c.keep) {
       auto s = static_cast<size_t>(k.slot);
-      uint8_t* v = reuse_.read_output(rp, k.slot);
+      const uint8_t* v = reuse_.read_output(rp, k.slot);
       if (k.view)
         rstore_.keep_view(k.target, ViewRef{rp.slots[s].bo, v, c.slot_bytes[s], 0, &c, k.slot, true});
       else
@@ -674,7 +680,7 @@ class Runner {
   NoReuseEngine noreuse_;
   VarStore rstore_, nstore_;
   Trace t_;
-  std::vector<uint8_t> zeros_;
+  Pages zeros_;  // read only
   // False while the reuse and no-reuse dataflows are known to hold identical vars, so the
   // no-reuse engine's call doubles as the no-reuse dataflow's call without comparing inputs.
   bool split_ = false;

@@ -13,7 +13,7 @@ bool is_prefix(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
 }
 }  // namespace
 
-VarStore::VarStore(const Model& m) {
+VarStore::VarStore(const Model& m, Backend* backend) : backend_(backend) {
   for (auto& d : m.vars) {
     Var v{&d, std::vector<uint8_t>(static_cast<size_t>(numel(d.shape)) * dtype_size(d.dtype)), {}};
     if (d.init)
@@ -43,7 +43,7 @@ TensorRef VarStore::read(const BoundArray& b, const StaleViewFn& on_stale, int* 
   Shape shape(v.decl->shape.begin() + static_cast<long>(b.index.size()), v.decl->shape.end());
   size_t bytes = region_bytes(v, b.index.size());
   auto check = [&](const std::vector<int64_t>& key, ViewRef& w) {
-    if (w.reported || hash_bytes(w.data, w.bytes) == w.hash) return;
+    if (w.reported || hash_bytes(bytes_of(w), w.bytes) == w.hash) return;
     std::string name = b.name;
     for (auto i : key) name += "[" + std::to_string(i) + "]";
     on_stale(name, w);
@@ -54,7 +54,9 @@ TensorRef VarStore::read(const BoundArray& b, const StaleViewFn& on_stale, int* 
       check(key, w);
       if (view_call) *view_call = w.call->number;
       return slice_rows(
-          TensorRef{w.data + offset(v, b.index) - offset(v, key), v.decl->dtype, shape}, b.row0,
+          TensorRef{const_cast<uint8_t*>(bytes_of(w)) + offset(v, b.index) - offset(v, key),
+                    v.decl->dtype, shape},
+          b.row0,
           b.nrows);
     }
   uint8_t* base = v.base.data() + offset(v, b.index);
@@ -74,7 +76,7 @@ TensorRef VarStore::read(const BoundArray& b, const StaleViewFn& on_stale, int* 
     if (!is_prefix(b.index, key) || !in_range(key)) continue;
     check(key, w);
     if (view_call && !*view_call) *view_call = w.call->number;
-    std::memcpy(out.data() + offset(v, key) - offset(v, b.index), w.data, w.bytes);
+    std::memcpy(out.data() + offset(v, key) - offset(v, b.index), bytes_of(w), w.bytes);
   }
   if (scratch_.size() > 64) scratch_.erase(scratch_.begin());
   return slice_rows(TensorRef{out.data(), v.decl->dtype, shape}, b.row0, b.nrows);
@@ -83,7 +85,7 @@ TensorRef VarStore::read(const BoundArray& b, const StaleViewFn& on_stale, int* 
 void VarStore::settle(Var& v, const std::vector<int64_t>& index) {
   for (auto it = v.views.begin(); it != v.views.end();) {
     if (is_prefix(it->first, index) && it->first != index) {  // covers the region: copy in
-      std::memcpy(v.base.data() + offset(v, it->first), it->second.data, it->second.bytes);
+      std::memcpy(v.base.data() + offset(v, it->first), bytes_of(it->second), it->second.bytes);
       it = v.views.erase(it);
     } else if (is_prefix(index, it->first)) {  // inside the region: superseded
       it = v.views.erase(it);

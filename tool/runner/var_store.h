@@ -14,7 +14,9 @@ namespace bod {
 
 struct ViewRef {
   BoHandle bo = 0;
-  uint8_t* data = nullptr;  // into the BO's host mapping
+  // The BO's host mapping when the view was returned. Reads take the mapping again from the
+  // backend (VarStore's `backend`): a host write or sync may have moved it (copy on write).
+  const uint8_t* data = nullptr;
   size_t bytes = 0;
   uint64_t hash = 0;        // of the bytes when the view was returned
   const PlanCall* call = nullptr;
@@ -24,7 +26,8 @@ struct ViewRef {
 
 class VarStore {
  public:
-  explicit VarStore(const Model& m);
+  // `backend`: where views read their BO's mapping (null: at ViewRef::data).
+  explicit VarStore(const Model& m, Backend* backend = nullptr);
   VarStore(const VarStore&) = delete;
   // Called with every view a read touches whose bytes changed since it was returned.
   using StaleViewFn = std::function<void(const std::string& var, ViewRef& v)>;
@@ -43,6 +46,12 @@ class VarStore {
     std::map<std::vector<int64_t>, ViewRef> views;  // index prefix -> view of that region
   };
   Var& var(const std::string& name);
+  // The view's bytes now (the BO's current mapping).
+  const uint8_t* bytes_of(ViewRef& w) const {
+    if (backend_) w.data = backend_->host_bytes(w.bo);
+    return w.data;
+  }
+  Backend* backend_ = nullptr;
   size_t offset(const Var& v, const std::vector<int64_t>& index) const;
   size_t region_bytes(const Var& v, size_t depth) const;
   void settle(Var& v, const std::vector<int64_t>& index);

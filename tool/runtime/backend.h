@@ -25,6 +25,15 @@ struct BoDesc {
   bool overwritten = false;  // caller writes every byte before use: no need to zero-fill
 };
 
+// What the kernel body does to a slot's bytes (from the body's access analysis): lets the
+// CPU device share one copy between a BO's host mapping and device side until the kernel
+// writes it, and skip copying bytes a kernel overwrites before reading.
+enum class SlotUse : uint8_t {
+  read,       // never written
+  write,      // written, in part or after a read: the old bytes matter
+  overwrite,  // every byte of the slot's view written before any read
+};
+
 // One kernel launch on a list of BOs (one per slot, in slot order).
 struct Dispatch {
   std::string kernel;
@@ -32,6 +41,7 @@ struct Dispatch {
   std::vector<BoHandle> bos;
   std::vector<DType> slot_dtypes;     // how the body views each BO
   std::vector<Shape> slot_shapes;
+  std::vector<SlotUse> slot_use;      // per slot; empty: every slot may be written
   // The reference body over the device bytes of each slot (TensorRefs in slot order).
   std::function<void(const std::vector<TensorRef>&)> body;
 };
@@ -48,8 +58,16 @@ class Backend {
   // Allocates a BO, zero-filled unless desc.overwritten. Throws FatalError (exit 3) when the device refuses.
   virtual BoHandle alloc(const BoDesc& desc) = 0;
   virtual size_t size(BoHandle bo) const = 0;
-  // Host-visible mapping; stable for the BO's lifetime (zero-copy views point into it).
+  // Host-visible mapping, writable. On the CPU device its address can change at the next
+  // write or sync of the BO (copy on write): take it again rather than keep it.
   virtual uint8_t* map(BoHandle bo) = 0;
+  // The host mapping's current bytes, read only: no copy is made (a zero-copy view of an
+  // output reads the BO through this, so it sees whatever the BO's mapping holds now).
+  virtual const uint8_t* host_bytes(BoHandle bo) { return map(bo); }
+  // Host write: copies `bytes` bytes from `src` to the start of the mapping. `stable`: src
+  // stays unchanged and alive for the backend's lifetime (a model tensor), so a whole write
+  // may point the mapping at src instead of copying (the CPU device does: copy on write).
+  virtual void write(BoHandle bo, const uint8_t* src, size_t bytes, bool stable);
   // Host mapping -> device, first `bytes` bytes (a prefix write syncs only the prefix).
   virtual void sync_to_device(BoHandle bo, size_t bytes) = 0;
   // Device -> host mapping, whole BO.
@@ -67,11 +85,16 @@ struct BackendOptions {
   std::string kind = "cpu";   // cpu | xrt
   int device = 0;
   int timeout_ms = 10000;     // NPU run wait timeout
+  // CPU device: a BO's host mapping and device side share one block until either is written,
+  // and a whole write from a stable host array shares the array (copy on write; a real-size
+  // plan then needs about its weights' size in memory). false: every write and sync copies,
+  // as a transfer does, so measured times include the copies (timed runs).
+  bool share = true;
 };
 
 // Creates the backend; throws FatalError (exit 3) when it is unavailable.
 std::unique_ptr<Backend> make_backend(const BackendOptions& opt);
-std::unique_ptr<Backend> make_cpu_backend();
+std::unique_ptr<Backend> make_cpu_backend(bool share = true);
 #ifdef BOD_WITH_XRT
 std::unique_ptr<Backend> make_xrt_backend(const BackendOptions& opt);
 #endif
