@@ -39,10 +39,16 @@ Result<Plan> load_plan(const CommandOptions& o, Model& m) {
   if (!(o.max_memory_gib > 0) || o.max_memory_gib > 1 << 20)
     return Error{"--max-memory", "expected a number of GiB more than 0 and at most 1048576 (1 PiB)"};
   eo.max_bytes = static_cast<size_t>(o.max_memory_gib * double(1 << 30));
+  eo.share = !(o.timings || lower_ascii(o.format) == "markdown");  // as execute() runs it
   auto p = expand(m, eo);
   if (!p) return p.error();
-  spdlog::info("{}: {} calls, {} host steps, about {:.1f} MiB of buffers", o.model,
-               p->calls.size(), p->hosts.size(), double(p->estimated_bytes) / (1 << 20));
+  auto mib = [](size_t b) { return double(b) / (1 << 20); };
+  const Plan::Memory& mem = p->memory;
+  spdlog::info("{}: {} calls, {} host steps, about {:.1f} MiB of memory at peak (tensors and vars "
+               "{:.1f}, BOs {:.1f}, no-reuse buffers {:.1f}, kernel scratch {:.1f}, plan {:.1f}, "
+               "process {:.1f})",
+               o.model, p->calls.size(), p->hosts.size(), mib(mem.peak()), mib(mem.host),
+               mib(mem.bos), mib(mem.noreuse), mib(mem.scratch), mib(mem.plan), mib(mem.process));
   return p;
 }
 

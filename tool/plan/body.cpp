@@ -32,6 +32,22 @@ void Body::run(const std::vector<TensorRef>& slots) const {
   }
 }
 
+size_t Body::scratch_bytes() const {
+  size_t n = 0, most = 0;
+  for (auto& l : locals) n += l.bytes();
+  for (auto& op : ops) {
+    size_t copies = 0;
+    for (auto& [role, p] : op.at) {
+      if (p.step == 1) continue;
+      auto it = op.call.operands.find(role);
+      size_t elem = it == op.call.operands.end() ? 4 : dtype_size(it->second.dtype);
+      copies += static_cast<size_t>(p.nrows) * static_cast<size_t>(p.cols) * elem;
+    }
+    most = std::max(most, copies);
+  }
+  return n + most;
+}
+
 Result<std::map<std::string, double>> eval_params(const OpInfo& op,
                                                   const std::map<std::string, Param>& given,
                                                   const Env& env, const std::string& path) {

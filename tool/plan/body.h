@@ -27,6 +27,9 @@ struct Body {
   // Runs every op on `slots` (one TensorRef per kernel slot, in slot order); locals start as
   // zeros on every run.
   void run(const std::vector<TensorRef>& slots) const;
+  // Bytes a run holds besides its slots at its peak: the locals plus the largest op's copies
+  // of strided operands (run() gathers those rows). For the memory estimate.
+  size_t scratch_bytes() const;
 };
 
 // An op's params evaluated in `env`, defaults for those not given; errors name path/param.

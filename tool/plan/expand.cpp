@@ -416,26 +416,44 @@ class Expander {
     return ok_status();
   }
 
-  // Peak bytes of a check run on the CPU device: host tensors and vars, plus every BO of the
-  // reuse engine (host mapping + device copy), plus the largest single no-reuse call.
+  // Peak bytes of a check run on the CPU device: the process and the plan, the model's
+  // tensors and vars, and what BOs add (docs/benchmarks.md, "The memory estimate").
+  // Sharing (copy on write): a BO side holding a model tensor's bytes or the zeros costs
+  // nothing; a BO costs one block for a kernel that writes it and one for host writes from
+  // a var. Copying (a timed run): both sides of every BO. Plus the largest call's no-reuse
+  // buffers and the device's spares of them (at most 1 GiB), and the largest kernel body's
+  // scratch (locals, gathered strided operands).
   Status estimate() {
-    size_t host = host_bytes();
-    std::map<decltype(Placement{}.identity()), size_t> pools;
-    size_t noreuse = 0;
+    struct Pool {
+      size_t bytes = 0;
+      bool body_writes = false, host_copies = false;
+    };
+    std::map<decltype(Placement{}.identity()), Pool> pools;
+    size_t noreuse = 0, scratch = 0;
     for (auto& c : plan_.calls) {
+      if (c.bound) scratch = std::max(scratch, c.bound->body.scratch_bytes());
       size_t per_call = 0;
       for (size_t s = 0; s < c.slot_bytes.size(); ++s) {
-        per_call += c.slot_bytes[s];
-        auto& slot = pools[c.place[s].identity()];
-        slot = std::max(slot, c.slot_bytes[s]);
+        bool body = !c.bound || s >= c.bound->access.size() || c.bound->access[s].written;
+        bool copied = c.args[s].kind == Binding::Kind::var;  // vars change: never shared
+        size_t blocks = !opt_.share ? 2 : size_t(body) + size_t(copied);
+        per_call += blocks * c.slot_bytes[s];
+        if (c.place[s].pool == BoPool::unbound) continue;
+        Pool& p = pools[c.place[s].identity()];
+        p.bytes = std::max(p.bytes, c.slot_bytes[s]);
+        p.body_writes = p.body_writes || body;
+        p.host_copies = p.host_copies || copied;
       }
       noreuse = std::max(noreuse, per_call);
     }
-    size_t dev = 0;
-    for (auto& [k, b] : pools) dev += b;
-    // + the CPU device's spare buffers kept between no-reuse calls (at most 1 GiB).
-    size_t buffers = host + 2 * dev + 4 * noreuse + std::min(2 * noreuse, size_t(1) << 30);
-    plan_.estimated_bytes = buffers + meta_total();
+    size_t bos = 0;
+    for (auto& [k, p] : pools)
+      bos += p.bytes * (!opt_.share ? 2 : size_t(p.body_writes) + size_t(p.host_copies));
+    Plan::Memory& mem = plan_.memory;
+    mem = Plan::Memory{host_bytes(), bos, noreuse + std::min(noreuse, size_t(1) << 30),
+                       scratch, meta_total(), kProcessBytes};
+    size_t buffers = mem.host + mem.bos + mem.noreuse + mem.scratch;
+    plan_.estimated_bytes = mem.plan_needs();
     if (plan_.estimated_bytes > opt_.max_bytes)
       return Error{"/program", "the plan needs about " + gib(plan_.estimated_bytes) + " (" +
                                    gib(buffers) + " of buffers, " + gib(meta_total()) +
@@ -443,6 +461,8 @@ class Expander {
                                    gib(opt_.max_bytes) + "; shrink the model or raise --max-memory"};
     return ok_status();
   }
+  // The process before any plan: code, libraries, heap (measured: 8-12 MB for a tiny model).
+  static constexpr size_t kProcessBytes = size_t(10) << 20;
 
   // Bytes of the model's tensors and vars (vars twice: the store and its snapshot).
   size_t host_bytes() const {

@@ -88,12 +88,28 @@ struct Plan {
   std::vector<PlanCall> calls;
   std::vector<PlanHost> hosts;
   std::vector<PlanStep> order;
-  size_t estimated_bytes = 0;  // peak memory estimate of a check run
+  // What a check run of the plan needs (buffers and plan metadata; what --max-memory caps).
+  size_t estimated_bytes = 0;
+  // Its parts, and the peak it predicts for the whole process (`-v`; tested against the
+  // measured peak).
+  struct Memory {
+    size_t host = 0;     // model tensors and vars
+    size_t bos = 0;      // what the reuse engine's BOs add
+    size_t noreuse = 0;  // the largest call's no-reuse buffers, plus the device's spares
+    size_t scratch = 0;  // the largest kernel body's scratch (Body::scratch_bytes)
+    size_t plan = 0;     // the plan's own metadata
+    size_t process = 0;  // the process before any plan
+    size_t plan_needs() const { return host + bos + noreuse + scratch + plan; }
+    size_t peak() const { return plan_needs() + process; }
+  } memory;
 };
 
 struct ExpandOptions {
   size_t max_bytes = size_t(16) << 30;  // refuse plans whose buffers would exceed this
   size_t max_steps = 2000000;
+  // The run's CPU device shares BO memory (BackendOptions::share; false in timed runs): the
+  // memory estimate counts what that device allocates.
+  bool share = true;
 };
 
 // Expands and validates (bound shapes vs slot shapes, op operand shapes, index ranges,

@@ -29,11 +29,10 @@ Outcome run_once(Backend& b, const PlanCall& c, const BoundKernel& body, const s
   std::vector<BoHandle> bos;
   for (size_t s = 0; s < c.slot_bytes.size(); ++s) {
     BoHandle h = b.alloc(BoDesc{c.slot_bytes[s], static_cast<int>(s), c.kernel->name, "probe", true});
-    uint8_t* m = b.map(h);
     bool canary = std::find(slots.begin(), slots.end(), static_cast<int>(s)) != slots.end();
-    if (canary) fill_canary(m, c.slot_bytes[s], c.kernel->slots[s].dtype, pattern);
-    else if (host[s].data) std::memcpy(m, host[s].data, c.slot_bytes[s]);
-    else std::memset(m, 0, c.slot_bytes[s]);
+    if (canary) fill_canary(b.map(h), c.slot_bytes[s], c.kernel->slots[s].dtype, pattern);
+    else if (host[s].data) b.write(h, host[s].data, c.slot_bytes[s], host[s].stable);
+    else std::memset(b.map(h), 0, c.slot_bytes[s]);
     b.sync_to_device(h, c.slot_bytes[s]);
     bos.push_back(h);
   }
