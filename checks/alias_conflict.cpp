@@ -96,12 +96,15 @@ void run_alias_conflict(const Trace& t, FindingSink& sink) {
       if (!c.failed && s.reuse_post != s.reuse_pre) last[n] = Changer{c.number, true, c.kernel};
     }
     if (c.failed) continue;  // the reuse engine never ran it: size-mismatch says why
+    std::vector<char> sharing = slots_sharing_a_bo(c);
     for (auto& s : c.slots) {
       // Stale bytes in an alias pool matter only when the kernel reads them before writing
       // the slot (with access facts; without them, assume it does).
       bool seen = !t.header.caps.access || s.access.reads_before_write;
       bool stale = s.place.pool == BoPool::alias && stale_before(s) && seen;
-      bool shared = shares_bo(c, s.slot);
+      bool shared = s.slot >= 0 && static_cast<size_t>(s.slot) < sharing.size()
+                        ? sharing[static_cast<size_t>(s.slot)] != 0
+                        : shares_bo(c, s.slot);
       if (!stale && !shared) continue;
       Finding f = make_finding(kInfo, c, s.slot, c.key_first_call);
       bool zeros = s.host.source == ArraySource::zeros;

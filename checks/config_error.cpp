@@ -1,5 +1,5 @@
 // config-error: the declared reuse settings of a call contradict each other or the kernel.
-#include <set>
+#include <vector>
 
 #include "checks/checks.h"
 
@@ -38,14 +38,14 @@ std::string entry_path(const TraceCall& c, const char* list, size_t i) {
 void check_list(FindingSink& sink, const TraceCall& c, const std::vector<int>& refs,
                 const char* list) {
   int n = static_cast<int>(c.slots.size());
-  std::set<int> seen;
+  std::vector<char> seen(c.slots.size(), 0);  // runs on every call: no set, no strings
   for (size_t i = 0; i < refs.size(); ++i) {
     int r = refs[i];
     if (r < 0 || r >= n) {
       emit(sink, c, -1, entry_path(c, list, i),
            std::string(list) + " index " + std::to_string(r) + " is out of range; " + c.kernel +
                " has slots 0.." + std::to_string(n - 1));
-    } else if (!seen.insert(r).second) {
+    } else if (seen[static_cast<size_t>(r)]++) {
       emit(sink, c, r, entry_path(c, list, i),
            std::string(list) + " lists slot " + std::to_string(r) + " twice");
     }
@@ -61,9 +61,9 @@ void inconsistencies(const TraceCall& c, FindingSink& sink) {
   check_list(sink, c, c.outputs, "output_indices");
   for (size_t i = 0; i < c.statics.size(); ++i) {
     int s = c.statics[i];
-    std::string path = entry_path(c, "static_input_indices", i);
-    if (c.is_inter(s)) emit(sink, c, s, path, "slot is both static and intermediate");
-    if (c.is_output(s)) emit(sink, c, s, path, "output slot is declared static");
+    auto path = [&] { return entry_path(c, "static_input_indices", i); };
+    if (c.is_inter(s)) emit(sink, c, s, path(), "slot is both static and intermediate");
+    if (c.is_output(s)) emit(sink, c, s, path(), "output slot is declared static");
   }
 }
 

@@ -19,14 +19,19 @@ const CheckInfo kInfo{
 // From the declarations alone: one key, one static slot, two tensors.
 void declared(const Trace& t, FindingSink& sink) {
   // (namespace, key, slot) -> first binding
-  std::map<std::tuple<std::string, std::string, int>, std::string> bound;
+  // (std::less<>: looked up by reference, so no key is copied on the calls that find one)
+  std::map<std::tuple<std::string, std::string, int>, std::string, std::less<>> bound;
   for (auto& c : t.calls) {
     for (int s : c.statics) {
       if (s < 0 || static_cast<size_t>(s) >= c.slots.size()) continue;
       const HostArray& h = c.slots[static_cast<size_t>(s)].host;
       if (h.source != ArraySource::tensor && h.source != ArraySource::placeholder) continue;
-      auto [it, fresh] = bound.emplace(std::make_tuple(c.ns, c.bo_key, s), h.name);
-      if (fresh || it->second == h.name) continue;
+      auto it = bound.find(std::tie(c.ns, c.bo_key, s));
+      if (it == bound.end()) {
+        bound.emplace(std::make_tuple(c.ns, c.bo_key, s), h.name);
+        continue;
+      }
+      if (it->second == h.name) continue;
       Finding f = make_finding(kInfo, c, s, c.key_first_call);
       f.message = "bo_key '" + c.bo_key + "' already holds '" + it->second + "' in static slot " +
                   f.slot_name + "; this call binds '" + h.name + "', which will not be written";

@@ -7,12 +7,15 @@
 //   - hashing: XXH3 on every code path this CPU has, against a plain 8-byte read loop over the
 //     same 256 MiB buffer (ratio = read time / hash time: 1.0 is hashing at read speed);
 //   - scaling: check/reuse of llama-tiny with 4, 16, 64 and 128 decode tokens (dims T and SMAX
-//     edited in memory).
+//     edited in memory), and with 2 to 32 layers;
+//   - the real-size Llama-3.2-1B layout plan: reuse-only, check and check --probe, thread CPU
+//     and wall ratios, and each run's peak RSS over the weights' bytes.
 // One line per figure, in a stable form (`ratio NAME MODEL min=.. median=.. max=..`).
 // Prints, asserts nothing.
-//   bench_check [repeats] [--quick]   (--quick: models only, no hashing or scaling)
-//   bench_check --only reuse|check|check-probe|check-noskip [runs]   (one mode on llama-tiny,
-//   for a profiler)
+//   bench_check [repeats] [--quick] [--no-big]   (--quick: models only, no hashing, scaling
+//   or 1B plan; --no-big: everything but the 1B plan)
+//   bench_check --only reuse|check|check-probe|check-noskip [runs] [--dims T=128,SMAX=144]
+//   (one mode on llama-tiny, dims edited, for a profiler)
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -25,6 +28,7 @@
 #include <vector>
 
 #include "core/hash.h"
+#include "core/pages.h"
 #include "report/report.h"
 #include "runner/runner.h"
 
@@ -91,8 +95,22 @@ const char* mode_name(Mode m) {
 
 size_t g_sink = 0;  // keeps the work observable
 
-// One run, thread CPU seconds.
-double time_run(const Plan& p, const HostData& d, Mode mode) {
+double wall_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
+
+// What one run cost besides its thread CPU time (the big plan's figures).
+struct RunCost {
+  double wall = 0;
+  size_t peak = 0;  // peak resident bytes of the process during the run
+};
+
+// One run, thread CPU seconds (wall time and peak RSS into `cost` when given).
+double time_run(const Plan& p, const HostData& d, Mode mode, RunCost* cost = nullptr) {
+  if (cost) reset_peak_rss();
+  double w0 = wall_s();
   auto backend = make_cpu_backend();
   double t0 = thread_cpu_s();
   RunOptions ro;
@@ -102,7 +120,9 @@ double time_run(const Plan& p, const HostData& d, Mode mode) {
   Trace t = run_plan(p, "", d, *backend, ro);
   if (mode != Mode::reuse) g_sink += build_report("check", t, false).findings.size();
   g_sink += t.calls.size();
-  return thread_cpu_s() - t0;
+  double cpu = thread_cpu_s() - t0;
+  if (cost) *cost = RunCost{wall_s() - w0, peak_rss()};
+  return cpu;
 }
 
 // Interleaved repeats of `modes` (the order rotates each repeat); per mode the per-repeat
@@ -185,25 +205,90 @@ void bench_scaling(int reps) {
   }
 }
 
+// Scaling over layers: check/reuse of llama-tiny with 2 to 32 layers.
+void bench_layers(int reps) {
+  for (int L : {2, 4, 8, 16, 32}) {
+    auto l = load(BOD_SOURCE_DIR "/fixtures/models/llama-tiny/model.json", {{"L", L}});
+    auto t = measure(*l, {Mode::reuse, Mode::check}, reps);
+    line("scaling check/reuse llama-tiny L=" + std::to_string(L) +
+             " calls=" + std::to_string(l->plan.calls.size()),
+         ratios(t[1], t[0]));
+  }
+}
+
+// The real-size plan (3 GB of generated weights, loaded once): reuse-only, check and
+// check --probe interleaved; thread CPU and wall ratios to reuse-only, and each run's peak
+// resident memory over the weights' bytes (the peak is reset before each run; the weights
+// are resident throughout, so 1.0 is a run that adds nothing).
+void bench_big(int reps) {
+  const std::string name = "llama32-1b-layout";
+  double w0 = wall_s();
+  auto lp = load(BOD_SOURCE_DIR "/fixtures/models/" + name + "/model.json");
+  const Loaded& l = *lp;
+  size_t weights = 0;
+  for (auto& t : l.model.tensors) weights += static_cast<size_t>(numel(t.shape)) * dtype_size(t.dtype);
+  std::printf("model %s calls=%zu weights=%.2fGB load-wall=%.1fs repeats=%d\n", name.c_str(),
+              l.plan.calls.size(), double(weights) / 1e9, wall_s() - w0, reps);
+  std::fflush(stdout);
+  std::vector<Mode> modes = {Mode::reuse, Mode::check, Mode::probe};
+  std::vector<std::vector<double>> cpu(modes.size()), wall(modes.size()), rss(modes.size());
+  for (int r = 0; r < reps; ++r)
+    for (size_t k = 0; k < modes.size(); ++k) {
+      size_t i = (k + static_cast<size_t>(r)) % modes.size();
+      RunCost c;
+      cpu[i].push_back(time_run(l.plan, l.data, modes[i], &c));
+      wall[i].push_back(c.wall);
+      rss[i].push_back(double(c.peak) / double(weights));
+    }
+  for (size_t i = 0; i < modes.size(); ++i) {
+    line(std::string("time ") + mode_name(modes[i]) + " " + name, wall[i], "s");
+    line(std::string("ratio rss/weights ") + mode_name(modes[i]) + " " + name, rss[i]);
+  }
+  for (size_t i = 1; i < modes.size(); ++i) {
+    line(std::string("ratio ") + mode_name(modes[i]) + "/reuse " + name, ratios(cpu[i], cpu[0]));
+    line(std::string("ratio-wall ") + mode_name(modes[i]) + "/reuse " + name,
+         ratios(wall[i], wall[0]));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int reps = 15;
-  bool quick = false;
+  bool quick = false, no_big = false;
   std::string only;
+  std::vector<std::pair<std::string, int>> dims;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--quick") quick = true;
+    else if (a == "--no-big") no_big = true;
     else if (a == "--only" && i + 1 < argc) only = argv[++i];
+    else if (a == "--dims" && i + 1 < argc) {  // K=V[,K=V...]: llama-tiny's dims for --only
+      std::stringstream ds(argv[++i]);
+      for (std::string kv; std::getline(ds, kv, ',');) {
+        auto eq = kv.find('=');
+        if (eq != std::string::npos) dims.emplace_back(kv.substr(0, eq), std::atoi(kv.c_str() + eq + 1));
+      }
+    }
     else reps = std::max(1, std::atoi(argv[i]));
   }
   if (!only.empty()) {
-    auto l = load(BOD_SOURCE_DIR "/fixtures/models/llama-tiny/model.json");
+    auto l = load(BOD_SOURCE_DIR "/fixtures/models/llama-tiny/model.json", dims);
     for (Mode m : {Mode::reuse, Mode::check, Mode::probe, Mode::noskip}) {
       if (only != mode_name(m)) continue;
       std::vector<double> ms;
       for (int r = 0; r < reps; ++r) ms.push_back(time_run(l->plan, l->data, m) * 1e3);
       line(std::string("time ") + only + " llama-tiny", ms, "ms");
+      RunStats st;
+      auto backend = make_cpu_backend();
+      RunOptions ro;
+      ro.stats = &st;
+      ro.no_reuse = m != Mode::reuse;
+      ro.probe = m == Mode::probe;
+      ro.shadow_skip = m != Mode::noskip;
+      run_plan(l->plan, "", l->data, *backend, ro);
+      std::printf("calls=%zu shadow-runs=%ld shadow-taken=%ld\n", l->plan.calls.size(),
+                  st.shadow_runs, st.shadow_taken);
       return 0;
     }
     return std::fprintf(stderr, "unknown mode '%s'\n", only.c_str()), 2;
@@ -215,6 +300,8 @@ int main(int argc, char** argv) {
   if (!quick) {
     bench_hash(std::max(3, reps / 3));
     bench_scaling(std::max(3, reps / 3));
+    bench_layers(std::max(3, reps / 3));
+    if (!no_big) bench_big(std::max(3, reps / 7));
   }
   return g_sink == 42 ? 1 : 0;
 }

@@ -116,7 +116,13 @@ class Runner {
  private:
   TraceCall& rec(const PlanCall& c) { return t_.calls[static_cast<size_t>(c.number - 1)]; }
 
-  void stale_view(const std::string& var, ViewRef& v, const std::string& reader, int read_call) {
+  // Who reads a var, named only when a stale view is reported (built lazily: most reads
+  // report nothing, and the text would be built on every step of every call).
+  using ReaderName = std::function<std::string()>;
+
+  void stale_view(const std::string& var, ViewRef& v, const ReaderName& reader_name,
+                  int read_call) {
+    std::string reader = reader_name();
     v.reported = true;
     split_ = true;  // the reuse dataflow now reads other bytes than the no-reuse one
     LastChange lc = reuse_.last_change(v.bo);
@@ -138,7 +144,7 @@ class Runner {
 
   // The array a binding names in the reuse dataflow (`noreuse` false) or the no-reuse one.
   TensorRef resolve(const BoundArray& a, bool noreuse, bool placeholder_as_zeros, size_t bytes,
-                    const std::string& reader, int call_no, int* view_call = nullptr) {
+                    const ReaderName& reader, int call_no, int* view_call = nullptr) {
     switch (a.kind) {
       case Binding::Kind::zeros: return zeros(bytes);
       case Binding::Kind::placeholder:
@@ -162,7 +168,7 @@ class Runner {
     OpCall oc;
     oc.info = h.decl->op;
     oc.params = h.params;
-    std::string reader = "host step " + h.decl->action + " (" + h.where.path + ")";
+    ReaderName reader = [&h] { return "host step " + h.decl->action + " (" + h.where.path + ")"; };
     VarStore& store = noreuse ? nstore_ : rstore_;
     for (auto& spec : oc.info->operands) {
       auto it = h.operands.find(spec.role);
@@ -200,7 +206,7 @@ class Runner {
   // Resolves every slot's host array for both engines and records it (hash, source).
   CallInputs inputs(const PlanCall& c) {
     size_t n = c.kernel->slots.size();
-    std::string reader = "call " + std::to_string(c.number) + " (" + c.kernel->name + ")";
+    ReaderName reader = [&c] { return "call " + std::to_string(c.number) + " (" + c.kernel->name + ")"; };
     CallInputs in;
     in.reuse.resize(n);
     in.noreuse.resize(n);
@@ -328,10 +334,11 @@ class Runner {
     if (rp.failed || rp.shape_call != &c || c.kernel->npu.mode != NpuBinary::Mode::none)
       return false;
     const TraceCall& tc = rec(c);
+    std::vector<char> sharing = slots_sharing_a_bo(tc);
     for (size_t s = 0; s < tc.slots.size(); ++s) {
       const TraceSlot& ts = tc.slots[s];
       if (rp.slots[s].bo == ReuseEngine::kNone || rp.slots[s].bo_bytes < ts.host.bytes ||
-          shares_bo(tc, static_cast<int>(s)))
+          sharing[s])
         return false;
       bool same = ts.reuse_pre == ts.noreuse_pre;
       const BodyAccess& a = ts.access;
@@ -447,12 +454,12 @@ class Runner {
     // With the reference body running (no NPU binary), a slot the body never writes keeps its
     // pre-dispatch bytes: its post hash is its pre hash, no second pass over (weight) bytes.
     bool body_is_kernel = c.kernel->npu.mode == NpuBinary::Mode::none;
+    std::vector<char> sharing = slots_sharing_a_bo(tc);
     for (size_t s = 0; s < tc.slots.size(); ++s) {
       TraceSlot& ts = tc.slots[s];
       BoHandle bo = rp.slots[s].bo;
       size_t cmp = std::min(ts.host.bytes, ts.bo_bytes);
-      if (body_is_kernel && !ts.access.written && !rp.failed &&
-          !shares_bo(tc, static_cast<int>(s))) {
+      if (body_is_kernel && !ts.access.written && !rp.failed && !sharing[s]) {
         ts.reuse_post = ts.reuse_pre;
         ts.noreuse_post = ts.noreuse_pre;
         if (bo != ReuseEngine::kNone) remember(bo, cmp, ts.reuse_post);
@@ -663,7 +670,7 @@ class Runner {
     for (auto& [name, tol] : m_.verify.outputs) {
       BoundArray a{Binding::Kind::var, name, {}, name};
       TensorRef r = rstore_.read(a, [&](const std::string& var, ViewRef& w) {
-        stale_view(var, w, "the end-to-end verification", 0);
+        stale_view(var, w, [] { return std::string("the end-to-end verification"); }, 0);
       });
       TensorRef n = nstore_.read(a, [](const std::string&, ViewRef&) {});
       Divergence d = compare(r, n);

@@ -100,6 +100,14 @@ void number_bos(Trace& t) {
     }
 }
 
+std::vector<char> slots_sharing_a_bo(const TraceCall& c) {
+  std::vector<char> out(c.slots.size(), 0);
+  for (size_t a = 0; a < c.slots.size(); ++a)
+    for (size_t b = a + 1; b < c.slots.size(); ++b)
+      if (c.slots[a].place.same_bo(c.slots[b].place)) out[a] = out[b] = 1;
+  return out;
+}
+
 bool shares_bo(const TraceCall& c, int slot) {
   const Placement& p = c.slots[static_cast<size_t>(slot)].place;
   for (auto& s : c.slots)

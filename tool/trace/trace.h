@@ -227,5 +227,7 @@ void number_bos(Trace& t);
 
 // True when another slot of the call lands in the same BO.
 bool shares_bo(const TraceCall& c, int slot);
+// shares_bo of every slot (by slot index), in one pass: for loops over a call's slots.
+std::vector<char> slots_sharing_a_bo(const TraceCall& c);
 
 }  // namespace bod
