@@ -107,5 +107,29 @@ TEST_F(MemoryEstimate, TimedCheckOnTheCopyingDeviceIsWithin10PercentOfThePeak) {
   expect_within_10_percent({"--timings"});
 }
 
+// The real size (3.0 GB of generated weights, 180 calls): the check passes, its peak is at
+// most 1.5x the weights (the CPU device shares the weights with every BO written from them)
+// and the estimate holds there too.
+TEST(MemoryAtRealSize, Llama1BLayoutCheckPeaksUnderOneAndAHalfTimesItsWeights) {
+#ifdef BOD_UNDER_SANITIZER
+  GTEST_SKIP() << "a sanitizer's shadow memory and quarantine are not the tool's memory";
+#endif
+  fs::path dir = fs::temp_directory_path() / ("bod_memory_1b_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::string model = (fs::path(BOD_FIXTURES_DIR) / "models/llama32-1b-layout/model.json").string();
+  Measured r = run_measured(dir, {"check", "-v", model});
+  fs::remove_all(dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::smatch mm;
+  ASSERT_TRUE(std::regex_search(r.err, mm, std::regex("about ([0-9.]+) MiB of memory at peak \\(tensors and vars ([0-9.]+)")))
+      << r.err;
+  double estimate = std::stod(mm[1]) * (1 << 20), weights = std::stod(mm[2]) * (1 << 20);
+  double peak = double(r.peak);
+  EXPECT_GT(weights, 2.9e9);
+  EXPECT_LE(peak, 1.5 * weights) << "peak " << peak / 1e9 << " GB for " << weights / 1e9
+                                  << " GB of weights";
+  EXPECT_NEAR(estimate / peak, 1.0, 0.10) << mm[0];
+}
+
 }  // namespace
 }  // namespace bod
