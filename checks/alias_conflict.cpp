@@ -70,13 +70,13 @@ void declared(const Trace& t, FindingSink& sink) {
 struct Changer {
   int call = 0;
   bool kernel = false;
-  std::string who;  // kernel name or host binding
+  const std::string* who = nullptr;  // kernel name or host binding (in the Trace)
 };
 
 std::string changer_text(const Changer& w) {
   if (w.call == 0) return "nothing has written it yet";
-  return w.kernel ? "it holds what kernel " + w.who + " wrote at call " + std::to_string(w.call)
-                  : "it holds '" + w.who + "' written by the host at call " + std::to_string(w.call);
+  return w.kernel ? "it holds what kernel " + *w.who + " wrote at call " + std::to_string(w.call)
+                  : "it holds '" + *w.who + "' written by the host at call " + std::to_string(w.call);
 }
 
 void run_alias_conflict(const Trace& t, FindingSink& sink) {
@@ -92,8 +92,8 @@ void run_alias_conflict(const Trace& t, FindingSink& sink) {
       if (s.place.bo <= 0) continue;
       auto n = static_cast<size_t>(s.place.bo);
       if (n >= last.size()) last.resize(n + 1);
-      if (s.written && s.written_bytes > 0) last[n] = Changer{c.number, false, s.host.name};
-      if (!c.failed && s.reuse_post != s.reuse_pre) last[n] = Changer{c.number, true, c.kernel};
+      if (s.written && s.written_bytes > 0) last[n] = Changer{c.number, false, &s.host.name};
+      if (!c.failed && s.reuse_post != s.reuse_pre) last[n] = Changer{c.number, true, &c.kernel};
     }
     if (c.failed) continue;  // the reuse engine never ran it: size-mismatch says why
     std::vector<char> sharing = slots_sharing_a_bo(c);

@@ -57,10 +57,10 @@ void run_key_collision(const Trace& t, FindingSink& sink) {
       if (r.binding == s.host.name) continue;  // same binding: stale-static
       Finding f = make_finding(kInfo, c, s.slot, c.key_first_call);
       f.message = "static slot " + s.name + " should hold '" + s.host.name + "' but the BO of '" +
-                  c.bo_key + "' still holds '" + r.binding + "' from call " +
+                  c.bo_key + "' still holds '" + std::string(r.binding) + "' from call " +
                   std::to_string(r.call);
       f.evidence = {{"device bytes reuse vs no-reuse", hash_pair(s.reuse_pre, s.noreuse_pre)},
-                    {"resident binding", r.binding}};
+                    {"resident binding", std::string(r.binding)}};
       sink.add(std::move(f));
     }
   }

@@ -58,13 +58,17 @@ const TraceCall* Trace::call(int number) const {
 }
 
 std::vector<std::vector<Resident>> residents(const Trace& t) {
+  // BO numbers: the producer's, or (a producer that did not number them) numbered here by
+  // identity in order of first use, as number_bos does, without copying the trace.
+  bool numbered = true;
   for (auto& c : t.calls)
-    for (auto& s : c.slots)
-      if (s.place.bo == 0) {  // a producer that did not number its BOs: number a copy
-        Trace numbered = t;
-        number_bos(numbered);
-        return residents(numbered);
-      }
+    for (auto& s : c.slots) numbered = numbered && s.place.bo != 0;
+  std::map<decltype(Placement{}.identity()), int> seen;
+  auto number = [&](const Placement& p) {
+    if (numbered) return p.bo;
+    if (p.pool == BoPool::unbound) return -1;
+    return seen.emplace(p.identity(), int(seen.size()) + 1).first->second;
+  };
   std::vector<Resident> bo;  // by BO number
   std::vector<std::vector<Resident>> out;
   out.reserve(t.calls.size());
@@ -73,11 +77,13 @@ std::vector<std::vector<Resident>> residents(const Trace& t) {
     // In slot order, as the engine prepares them: a slot sharing a BO with an earlier slot of
     // the same call sees that slot's write.
     for (size_t s = 0; s < c.slots.size(); ++s) {
-      if (c.slots[s].place.bo < 0) continue;  // unbound: no BO
-      auto n = static_cast<size_t>(c.slots[s].place.bo);
+      int b = number(c.slots[s].place);
+      if (b < 0) continue;  // unbound: no BO
+      auto n = static_cast<size_t>(b);
       if (n >= bo.size()) bo.resize(n + 1);
       r[s] = bo[n];
-      if (c.slots[s].written && c.slots[s].written_bytes > 0) bo[n] = Resident{c.slots[s].host.name, c.number, c.slots[s].written_hash};
+      if (c.slots[s].written && c.slots[s].written_bytes > 0)
+        bo[n] = Resident{c.slots[s].host.name, c.number, c.slots[s].written_hash};
     }
     out.push_back(std::move(r));
   }

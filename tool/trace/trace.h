@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/dtype.h"
@@ -215,7 +216,7 @@ struct Trace {
 // placement (binding, call, hash of the bytes written). Derived from the trace, per call and
 // slot, so every consumer agrees on it.
 struct Resident {
-  std::string binding;
+  std::string_view binding;  // into the Trace's strings: valid while the Trace is
   int call = 0;
   uint64_t hash = 0;
 };
