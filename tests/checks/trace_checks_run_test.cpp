@@ -306,7 +306,8 @@ TEST(TraceCheck_Residents, LastWriteIntoTheSameBo) {
   b.call("proj", "K").statics({1}).slot(1).tensor("w[0]");
   b.call("proj", "K").statics({1}).slot(1).tensor("w[1]").written(43);
   b.call("proj", "K").statics({1}).slot(1).tensor("w[1]");
-  auto r = residents(b.build());
+  Trace t = b.build();  // outlives r: bindings point into it
+  auto r = residents(t);
   ASSERT_EQ(r.size(), 4u);
   EXPECT_EQ(r[0][1].call, 0);  // nothing before the first write
   EXPECT_EQ(r[0][1].binding, "");
@@ -324,7 +325,8 @@ TEST(TraceCheck_Residents, NotSharedAcrossNamespaces) {
   b.kernel("proj", {"x", "w", "out"});
   b.call("proj", "K").statics({1}).slot(1).tensor("w[0]");
   b.call("proj", "K").ns("e2").statics({1}).slot(1).tensor("w[0]").skipped();
-  auto r = residents(b.build());
+  Trace t = b.build();  // outlives r: bindings point into it
+  auto r = residents(t);
   EXPECT_EQ(r[1][1].call, 0);
 }
 

@@ -221,6 +221,8 @@ struct Resident {
   uint64_t hash = 0;
 };
 std::vector<std::vector<Resident>> residents(const Trace& t);
+// Resident::binding points into the trace: a temporary would leave it dangling.
+std::vector<std::vector<Resident>> residents(const Trace&& t) = delete;
 
 // Gives every slot's placement its BO number (Placement::bo, by identity in order of first
 // use) and first call, for traces whose producer did not (a trace file's reader calls it).
