@@ -108,18 +108,17 @@ TEST_P(CopyOnWrite, TraceAndReportsAreIdenticalToADeviceThatCopies) {
                                          {Probe::probe, true},
                                          {Probe::probe_all, true}};
   for (auto [probe, skip] : runs) {
-    {
-      SCOPED_TRACE(std::string(probe == Probe::none    ? "no probe"
-                               : probe == Probe::probe ? "--probe"
-                                                       : "probe all") +
-                   (skip ? ", shadow shortcut" : ", no shortcut"));
-      Outcome shared = run(GetParam(), skip, probe, false, true);
-      Outcome copied = run(GetParam(), skip, probe, false, false);
-      EXPECT_EQ(shared.error, copied.error);
-      EXPECT_TRUE(shared.trace == copied.trace) << "the saved traces differ";
-      EXPECT_EQ(shared.json, copied.json);
-      EXPECT_EQ(shared.text, copied.text);
-    }
+    SCOPED_TRACE(std::string(probe == Probe::none    ? "no probe"
+                             : probe == Probe::probe ? "--probe"
+                                                     : "probe all") +
+                 (skip ? ", shadow shortcut" : ", no shortcut"));
+    Outcome shared = run(GetParam(), skip, probe, false, true);
+    Outcome copied = run(GetParam(), skip, probe, false, false);
+    EXPECT_EQ(shared.error, copied.error);
+    EXPECT_TRUE(shared.trace == copied.trace) << "the saved traces differ";
+    EXPECT_EQ(shared.json, copied.json);
+    EXPECT_EQ(shared.text, copied.text);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, CopyOnWrite, ::testing::ValuesIn(fixtures()), testing::fixture_test_name);
