@@ -6,13 +6,12 @@
 
 #include <xxhash.h>  // the library's exported XXH3_64bits: the reference
 
-#include <cstdio>
-#include <sys/wait.h>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "core/hash.h"
+#include "support/scratch.h"
 
 namespace bod {
 namespace {
@@ -98,43 +97,34 @@ TEST(Hash, SetHashPathRefusesWhatIsNotAvailable) {
 
 // BOD_HASH_PATH picks the path at the first hash of a process: each available path in a
 // child process (bo-doctor itself), whose hashes land in a saved trace; they must not change.
-TEST(Hash, EnvironmentVariableForcesThePathOfAProcess) {
+class HashPathEnv : public testing::ScratchDirTest {
+ protected:
+  HashPathEnv() : ScratchDirTest("bod_hash_path") {}
+};
+
+TEST_F(HashPathEnv, ForcesThePathOfAProcess) {
   std::string model = std::string(BOD_FIXTURES_DIR) + "/models/tutorial-mini/model.json";
   std::string first;
   for (HashPath p : available_hash_paths()) {
-    std::string out = std::string(BOD_BUILD_DIR) + "/hash-path-" + hash_path_name(p) + ".jsonl";
-    std::string cmd = std::string("BOD_HASH_PATH=") + hash_path_name(p) + " '" BOD_BINARY
-                      "' check --format json --save-trace '" + out + "' '" + model +
-                      "' 2>&1 >/dev/null";
-    FILE* f = popen(cmd.c_str(), "r");
-    ASSERT_NE(f, nullptr);
-    std::string said;
-    char b[256];
-    while (size_t k = fread(b, 1, sizeof b, f)) said.append(b, k);
-    int rc = pclose(f);
-    EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 0) << cmd << "\n" << said;
-    EXPECT_EQ(said.find("BOD_HASH_PATH"), std::string::npos) << said;  // accepted silently
-    FILE* t = std::fopen(out.c_str(), "rb");
-    ASSERT_NE(t, nullptr);
-    std::string trace;
-    while (size_t k = fread(b, 1, sizeof b, t)) trace.append(b, k);
-    std::fclose(t);
-    std::remove(out.c_str());
+    std::string out = (dir_ / (std::string("hash-path-") + hash_path_name(p) + ".jsonl")).string();
+    std::string cmd = std::string("BOD_HASH_PATH=") + hash_path_name(p) + " " +
+                      testing::quote(BOD_BINARY) + " check --format json --save-trace " +
+                      testing::quote(out) + " " + testing::quote(model);
+    testing::Proc r = testing::run_shell(dir_, cmd);
+    EXPECT_EQ(r.code, 0) << cmd << "\n" << r.err;
+    EXPECT_EQ(r.err.find("BOD_HASH_PATH"), std::string::npos) << r.err;  // accepted silently
+    std::string trace = testing::slurp(out);
+    ASSERT_FALSE(trace.empty()) << out;
     if (first.empty()) first = trace;
     else EXPECT_EQ(trace, first) << "trace differs on path " << hash_path_name(p);
   }
   // An unknown value is named on stderr, and the run still works (on the best path).
-  std::string cmd = "BOD_HASH_PATH=bogus '" BOD_BINARY "' check '" + model + "' 2>&1 >/dev/null";
-  FILE* f = popen(cmd.c_str(), "r");
-  ASSERT_NE(f, nullptr);
-  std::string said;
-  char b[256];
-  while (size_t k = fread(b, 1, sizeof b, f)) said.append(b, k);
-  int rc = pclose(f);
-  EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 0) << said;
-  EXPECT_NE(said.find("BOD_HASH_PATH=bogus is not one of scalar, sse2, avx2, avx512"),
+  testing::Proc r = testing::run_shell(
+      dir_, "BOD_HASH_PATH=bogus " + testing::quote(BOD_BINARY) + " check " + testing::quote(model));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("BOD_HASH_PATH=bogus is not one of scalar, sse2, avx2, avx512"),
             std::string::npos)
-      << said;
+      << r.err;
 }
 
 }  // namespace

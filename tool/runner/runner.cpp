@@ -227,8 +227,9 @@ class Runner {
       // np.empty(0) stands in for freed weights: the engine's write uploads 0 bytes.
       bool empty = a.kind == Binding::Kind::placeholder &&
                    a.placeholder == Binding::Placeholder::empty;
-      // Model tensors and the zeros never change during a run: the backend may share them.
-      bool stable = immutable_source(a) && !view_call;
+      // Model tensors and the zeros never change during a run: the backend may share them,
+      // and their hashes are taken once (host_hashes). Vars (views included) change.
+      bool stable = immutable_source(a);
       in.reuse[s] = HostSlot{r.data, empty ? 0 : c.slot_bytes[s]};
       in.reuse[s].stable = stable;
       TensorRef nr = a.kind == Binding::Kind::placeholder ? data_.tensor(m_, a) : r;
@@ -249,7 +250,7 @@ class Runner {
 
   void call(const PlanCall& c) {
     CallInputs in = inputs(c);
-    if (opt_.no_reuse) host_hashes(c, in);  // before the writes: the engine reuses them
+    if (opt_.no_reuse) host_hashes(in);  // before the writes: the engine reuses them
     auto tw = Clock::now();
     Prepared rp = reuse_.prepare(c, in.reuse);
     t_.reuse.write_s += since(tw);
@@ -299,26 +300,23 @@ class Runner {
 
   // The hash of an array a binding names. Model tensors and zeros never change during a run,
   // so theirs are taken once per (address, size); vars and views are hashed every time.
-  uint64_t host_hash(const BoundArray& a, const HostSlot& h, bool immutable) {
-    if (!immutable || h.bytes == 0) return hash_bytes(h.data, h.bytes);
+  uint64_t host_hash(const HostSlot& h) {
+    if (!h.stable || h.bytes == 0) return hash_bytes(h.data, h.bytes);
     auto [it, fresh] = const_hashes_.try_emplace({h.data, h.bytes}, 0);
     if (fresh) it->second = hash_bytes(h.data, h.bytes);
-    (void)a;
     return it->second;
   }
 
   static bool immutable_source(const BoundArray& a) { return a.kind != Binding::Kind::var; }
 
-  void host_hashes(const PlanCall& c, CallInputs& in) {
+  void host_hashes(CallInputs& in) {
     for (size_t s = 0; s < in.reuse.size(); ++s) {
-      const BoundArray& a = c.args[s];
-      bool imm = immutable_source(a) && in.snapshots[s].empty();
-      in.reuse[s].hash = host_hash(a, in.reuse[s], imm);
+      in.reuse[s].hash = host_hash(in.reuse[s]);
       in.reuse[s].hashed = true;
       if (in.noreuse[s].data == in.reuse[s].data && in.noreuse[s].bytes == in.reuse[s].bytes) {
         in.noreuse[s].hash = in.reuse[s].hash;
       } else {
-        in.noreuse[s].hash = host_hash(a, in.noreuse[s], imm);
+        in.noreuse[s].hash = host_hash(in.noreuse[s]);
       }
       in.noreuse[s].hashed = true;
     }
@@ -387,7 +385,7 @@ class Runner {
     auto it = known_.find(bo);
     if (it != known_.end() && it->second.first == n) return it->second.second;
     uint64_t h = hash_bytes(b_.device_bytes(bo), n);
-    known_[bo] = {n, h};
+    remember(bo, n, h);
     return h;
   }
 
@@ -395,7 +393,7 @@ class Runner {
   void note_writes(const Prepared& rp) {
     for (auto& w : rp.slots) {
       if (w.bo == ReuseEngine::kNone || !w.written) continue;
-      known_[w.bo] = {w.written_bytes, w.written_hash};
+      remember(w.bo, w.written_bytes, w.written_hash);
     }
   }
 
@@ -468,7 +466,7 @@ class Runner {
       if (!nbos) {  // written by the body: the same bytes in both engines
         ts.reuse_post = hash_bytes(b_.device_bytes(bo), cmp);
         ts.noreuse_post = ts.reuse_post;
-        known_[bo] = {cmp, ts.reuse_post};
+        remember(bo, cmp, ts.reuse_post);
         continue;
       }
       const uint8_t* ndata = b_.device_bytes((*nbos)[s]);
@@ -476,7 +474,7 @@ class Runner {
       if (bo == ReuseEngine::kNone) continue;
       const uint8_t* rd = b_.device_bytes(bo);
       ts.reuse_post = hash_bytes(rd, cmp);
-      known_[bo] = {cmp, ts.reuse_post};
+      remember(bo, cmp, ts.reuse_post);
       if (ts.reuse_post == ts.noreuse_post || cmp != ts.host.bytes) continue;
       for (size_t i = 0; i < cmp; ++i) {
         if (rd[i] == ndata[i]) continue;
@@ -486,8 +484,8 @@ class Runner {
     }
   }
 
-  // A BO the dispatch did not change: its pre-dispatch hash still holds. Where two slots
-  // share a BO, the last one hashed stays known.
+  // The hash of a reuse BO's device bytes [0, n), valid until a write or a dispatch changes
+  // them. Where two slots share a BO, the last one hashed stays known.
   void remember(BoHandle bo, size_t n, uint64_t h) { known_[bo] = {n, h}; }
 
   // Reads back the outputs (zero-copy views for the reuse engine) and compares them. `nbos`

@@ -3,7 +3,9 @@
 // device bytes. The CPU reference device keeps the two apart so a skipped write or sync leaves
 // stale device bytes exactly as on an NPU; the XRT backend uses real xrt::bo objects.
 #pragma once
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -67,7 +69,10 @@ class Backend {
   // Host write: copies `bytes` bytes from `src` to the start of the mapping. `stable`: src
   // stays unchanged and alive for the backend's lifetime (a model tensor), so a whole write
   // may point the mapping at src instead of copying (the CPU device does: copy on write).
-  virtual void write(BoHandle bo, const uint8_t* src, size_t bytes, bool stable);
+  virtual void write(BoHandle bo, const uint8_t* src, size_t bytes, bool stable) {
+    (void)stable;
+    std::memmove(map(bo), src, std::min(bytes, size(bo)));
+  }
   // Host mapping -> device, first `bytes` bytes (a prefix write syncs only the prefix).
   virtual void sync_to_device(BoHandle bo, size_t bytes) = 0;
   // Device -> host mapping, whole BO.

@@ -21,11 +21,6 @@
 
 namespace bod {
 
-void Backend::write(BoHandle bo, const uint8_t* src, size_t bytes, bool stable) {
-  (void)stable;
-  std::memmove(map(bo), src, std::min(bytes, size(bo)));
-}
-
 namespace {
 
 class CpuBackend final : public Backend {
@@ -36,7 +31,6 @@ class CpuBackend final : public Backend {
   BoHandle alloc(const BoDesc& d) override {
     Bo b;
     b.n = d.bytes;
-    b.live = true;
     if (d.overwritten) {
       b.host = fresh(d.bytes, false);  // written whole before use; device side comes at sync
     } else {
@@ -68,7 +62,8 @@ class CpuBackend final : public Backend {
       b.host = std::move(ext);
       return;
     }
-    Side keep_alive = b.host;  // src may point into the block own() replaces
+    // In place when the block is this side's alone (memmove: src may lie inside it);
+    // otherwise own() gives a new block and the old one stays alive with its other holder.
     std::memmove(own(b, b.host, bytes < b.n), src, bytes);
   }
 
@@ -100,12 +95,15 @@ class CpuBackend final : public Backend {
     // Each BO the body writes gets a device block of its own first (once, however many
     // slots name it), without the old bytes when its one slot is overwritten whole.
     struct Need {
+      BoHandle bo;
       int slots = 0;
       bool write = false, keep = false;
     };
-    std::map<BoHandle, Need> need;
+    std::vector<Need> need;  // a few slots: a linear search beats a map's allocations
+    need.reserve(d.bos.size());
     for (size_t i = 0; i < d.bos.size(); ++i) {
-      Need& n = need[d.bos[i]];
+      auto it = std::find_if(need.begin(), need.end(), [&](const Need& n) { return n.bo == d.bos[i]; });
+      Need& n = it != need.end() ? *it : need.emplace_back(Need{d.bos[i]});
       n.slots++;
       SlotUse u = d.slot_use.empty() ? SlotUse::write : d.slot_use[i];
       if (u == SlotUse::read) continue;
@@ -113,8 +111,8 @@ class CpuBackend final : public Backend {
       size_t view = static_cast<size_t>(numel(d.slot_shapes[i])) * dtype_size(d.slot_dtypes[i]);
       if (u != SlotUse::overwrite || view != at(d.bos[i]).n) n.keep = true;
     }
-    for (auto& [bo, n] : need) {
-      Bo& b = at(bo);
+    for (const Need& n : need) {
+      Bo& b = at(n.bo);
       if (n.write) own(b, b.dev, n.keep || n.slots > 1);
       else device(b);
     }
@@ -144,7 +142,6 @@ class CpuBackend final : public Backend {
   struct Bo {
     Side host, dev;  // dev.mem null: never synced (undefined: reads as zeros)
     size_t n = 0;
-    bool live = false;
   };
 
   static Side wrap(Pages pg, size_t n) {
