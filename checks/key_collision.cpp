@@ -46,13 +46,16 @@ void declared(const Trace& t, FindingSink& sink) {
 void run_key_collision(const Trace& t, FindingSink& sink) {
   declared(t, sink);
   if (lacks(t, kInfo)) return;
-  auto resident = residents(t);
+  // Derived only when a slot needs it: a clean run has no stale static slot.
+  std::vector<std::vector<Resident>> resident;
+  bool derived = false;
   for (auto& c : t.calls) {
     if (c.failed) continue;  // the reuse engine never ran it: size-mismatch says why
     for (auto& s : c.slots) {
       if (s.role != SlotRole::static_input || !stale_before(s) || !size_note(t, c, s).empty())
         continue;
       if (s.place.pool == BoPool::alias) continue;  // an aliased BO: alias-conflict
+      if (!derived) resident = residents(t), derived = true;
       const Resident& r = resident[static_cast<size_t>(c.number - 1)][static_cast<size_t>(s.slot)];
       if (r.binding == s.host.name) continue;  // same binding: stale-static
       Finding f = make_finding(kInfo, c, s.slot, c.key_first_call);

@@ -127,14 +127,23 @@ double time_run(const Plan& p, const HostData& d, Mode mode, RunCost* cost = nul
 }
 
 // Interleaved repeats of `modes` (the order rotates each repeat); per mode the per-repeat
-// times, index 0 being the reference.
+// times, index 0 being the reference. A repeat of a small plan runs it several times in a
+// row (the same count for every mode), so that one sample of the reference lasts about
+// 30 ms: a 3 ms run alone is at the mercy of one scheduler tick.
 std::vector<std::vector<double>> measure(const Loaded& l, const std::vector<Mode>& modes, int reps) {
-  for (Mode m : modes) time_run(l.plan, l.data, m);  // warm-up
+  double ref = 0;
+  for (Mode m : modes) {  // warm-up
+    double s = time_run(l.plan, l.data, m);
+    if (m == modes[0]) ref = s;
+  }
+  int runs = std::max(1, std::min(50, static_cast<int>(0.03 / std::max(ref, 1e-6))));
   std::vector<std::vector<double>> t(modes.size());
   for (int r = 0; r < reps; ++r)
     for (size_t k = 0; k < modes.size(); ++k) {
       size_t i = (k + static_cast<size_t>(r)) % modes.size();
-      t[i].push_back(time_run(l.plan, l.data, modes[i]));
+      double sum = 0;
+      for (int n = 0; n < runs; ++n) sum += time_run(l.plan, l.data, modes[i]);
+      t[i].push_back(sum / runs);
     }
   return t;
 }

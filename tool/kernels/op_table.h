@@ -28,11 +28,17 @@ struct ParamSpec {
   const char* help;
 };
 
+struct OpCall;
+
 struct OpInfo {
   const char* name;
   const char* summary;
   std::vector<OperandSpec> operands;
   std::vector<ParamSpec> params;
+  // Host-only actions (host_actions.h) carry their own shape check and run; both null for a
+  // reference op, which run_op runs. Callers test `run` instead of looking the name up.
+  std::string (*check)(const OpCall&) = nullptr;
+  std::string (*run)(const OpCall&, std::vector<int32_t>* tokens) = nullptr;
 };
 
 const std::vector<OpInfo>& op_table();

@@ -381,7 +381,7 @@ class Expander {
     }
     BOD_TRY(h.params, eval_params(*d.op, d.params, env, d.path));
     oc.params = h.params;
-    std::string msg = find_op(d.action) ? check_op_shapes(oc) : check_host_action(oc);
+    std::string msg = d.op->run ? check_host_action(oc) : check_op_shapes(oc);
     if (!msg.empty()) return Error{d.path, msg};
     BOD_CHECK(account(meta_bytes(h), d.path));
     plan_.order.push_back({false, plan_.hosts.size()});

@@ -17,12 +17,13 @@ ArraySource source_of(Binding::Kind k) {
 
 std::vector<int> indices(const std::vector<SlotRef>& refs) {
   std::vector<int> v;
+  v.reserve(refs.size());
   for (auto& r : refs) v.push_back(r.index);
   return v;
 }
 
-TraceCall call_identity(const PlanCall& c) {
-  TraceCall t;
+// Fills `t` in place (a TraceSlot is a few hundred bytes with strings: no temporaries).
+void call_identity(const PlanCall& c, TraceCall& t) {
   t.number = c.number;
   t.ns = c.cache;
   t.kernel = c.kernel->name;
@@ -38,10 +39,10 @@ TraceCall call_identity(const PlanCall& c) {
   t.layer = c.where.layer;
   t.path = c.where.path;
   t.key_first_call = c.key_first_call;
-  t.slots.reserve(c.kernel->slots.size());
+  t.slots.resize(c.kernel->slots.size());
   for (size_t s = 0; s < c.kernel->slots.size(); ++s) {
     int si = static_cast<int>(s);
-    TraceSlot ts;
+    TraceSlot& ts = t.slots[s];
     ts.slot = si;
     ts.name = c.kernel->slots[s].name;
     ts.role = c.is_static(si) ? SlotRole::static_input
@@ -55,9 +56,7 @@ TraceCall call_identity(const PlanCall& c) {
     ts.place = c.place[s];
     const SlotAccess& a = c.bound->access[s];
     ts.access = BodyAccess{a.read_before_write, a.overwritten, a.written, a.rewritten_before_read};
-    t.slots.push_back(std::move(ts));
   }
-  return t;
 }
 
 }  // namespace
@@ -77,8 +76,8 @@ Trace plan_trace(const Plan& plan, const std::string& model_path) {
   t.header.top_k = m.verify.top_k;
   for (auto& [name, tol] : m.verify.outputs)
     t.header.verify.push_back({name, tol.cosine, tol.atol, tol.rtol});
-  t.calls.reserve(plan.calls.size());
-  for (auto& c : plan.calls) t.calls.push_back(call_identity(c));
+  t.calls.resize(plan.calls.size());
+  for (size_t i = 0; i < plan.calls.size(); ++i) call_identity(plan.calls[i], t.calls[i]);
   return t;
 }
 

@@ -178,7 +178,7 @@ class Runner {
                                    ? host_zeros(it->second)
                                    : resolve(it->second, noreuse, false, 0, reader, 0);
     }
-    if (find_op(h.decl->action)) {
+    if (!oc.info->run) {  // a reference op on the host
       run_op(oc);
       return;
     }
