@@ -1,11 +1,13 @@
-// hash_bytes on every code path this machine has gives the reference XXH3-64 (seed 0) of the
-// xxHash library itself (libxxhash, not inline), on every size 0..4096 at several
-// misalignments, on a few sizes around the block boundaries up to several MB, and through the
-// BOD_HASH_PATH environment variable in a child process.
+// hash_bytes on every code path this machine has gives the reference built from the xxHash
+// library itself (libxxhash, not inline): XXH3-64 (seed 0) up to 64 KiB, the hash of the
+// 64 KiB chunks' hashes above; on every size 0..4096 at several misalignments, on sizes around
+// the block and chunk boundaries up to several MB, and through the BOD_HASH_PATH environment
+// variable in a child process. (The AVX-512 path runs only on a CPU that has it.)
 #include <gtest/gtest.h>
 
 #include <xxhash.h>  // the library's exported XXH3_64bits: the reference
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -24,6 +26,18 @@ std::vector<uint8_t> pattern(size_t n) {
     c = static_cast<uint8_t>(x >> 29);
   }
   return b;
+}
+
+// The definition (core/hash.h), from the library's XXH3_64bits alone.
+uint64_t reference(const uint8_t* d, size_t n) {
+  const size_t C = size_t(64) << 10;
+  if (n <= C) return XXH3_64bits(d, n);
+  std::vector<uint8_t> le;
+  for (size_t off = 0; off < n; off += C) {
+    uint64_t h = XXH3_64bits(d + off, std::min(C, n - off));
+    for (int b = 0; b < 8; ++b) le.push_back(static_cast<uint8_t>(h >> (8 * b)));
+  }
+  return XXH3_64bits(le.data(), le.size());
 }
 
 // Restores the path hash_bytes takes when a test forced one.
@@ -61,18 +75,42 @@ TEST(Hash, EveryPathMatchesTheReferenceOnSmallSizesAndOffsets) {
 }
 
 TEST(Hash, EveryPathMatchesTheReferenceOnLargeBuffers) {
-  // Sizes around the 1 KiB stripe block and 64-byte stripe edges, and several MB.
+  // Sizes around the 1 KiB stripe block, 64-byte stripe edges, the 64 KiB chunk, the 4 MiB
+  // where the chunk hashes leave the stack, and several MB.
   std::vector<uint8_t> buf = pattern((size_t(5) << 20) + 1000);
-  std::vector<size_t> sizes = {1023, 1024, 1025, 16383, 16384, 16385, 65536 + 63,
-                               (size_t(1) << 20) + 17, (size_t(3) << 20) + 5, size_t(5) << 20};
+  std::vector<size_t> sizes = {1023,      1024,      1025,      16383,     16384,
+                               16385,     65535,     65536,     65537,     65536 + 63,
+                               131072,    131073,    (size_t(1) << 20) + 17,
+                               (size_t(4) << 20) - 1, size_t(4) << 20, (size_t(4) << 20) + 1,
+                               (size_t(3) << 20) + 5, size_t(5) << 20};
   for (HashPath p : available_hash_paths()) {
     SCOPED_TRACE(hash_path_name(p));
+    KeepPath keep;
+    ASSERT_TRUE(set_hash_path(p));
     for (size_t off : {0, 1, 31, 999})
       for (size_t n : sizes) {
         const uint8_t* d = buf.data() + off;
-        EXPECT_EQ(hash_bytes_on(p, d, n), XXH3_64bits(d, n)) << "n=" << n << " offset=" << off;
+        uint64_t want = reference(d, n);
+        EXPECT_EQ(hash_bytes_on(p, d, n), want) << "n=" << n << " offset=" << off;
+        EXPECT_EQ(hash_bytes(d, n), want) << "n=" << n << " offset=" << off;
       }
   }
+}
+
+TEST(Hash, UpToOneChunkIsPlainXxh3AndAboveIsTheHashOfTheChunkHashes) {
+  std::vector<uint8_t> buf = pattern(3 * kHashChunk + 5);
+  EXPECT_EQ(hash_bytes(buf.data(), kHashChunk), XXH3_64bits(buf.data(), kHashChunk));
+  EXPECT_NE(hash_bytes(buf.data(), kHashChunk + 1), XXH3_64bits(buf.data(), kHashChunk + 1));
+  // The pieces a chunk cache uses give the same value as hashing the whole.
+  size_t n = buf.size(), k = hash_chunk_count(n);
+  ASSERT_EQ(k, 4u);
+  std::vector<uint64_t> h(k);
+  for (size_t i = 0; i < k; ++i)
+    h[i] = hash_chunk(buf.data() + i * kHashChunk, std::min(kHashChunk, n - i * kHashChunk));
+  EXPECT_EQ(combine_chunk_hashes(h.data(), k), hash_bytes(buf.data(), n));
+  EXPECT_EQ(hash_chunk_count(0), 1u);
+  EXPECT_EQ(hash_chunk_count(kHashChunk), 1u);
+  EXPECT_EQ(hash_chunk_count(kHashChunk + 1), 2u);
 }
 
 TEST(Hash, KnownValues) {

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <string>
 
+#include "core/hash.h"
 #include "support/scratch.h"
 #include "trace/spool.h"
 #include "trace/trace_io.h"
@@ -222,6 +223,31 @@ TEST_F(Record, UnknownProgramIsABadInput) {
 
 // The spool the Python recorder writes and the trace it becomes: a torn last line (the program
 // died mid-write) is dropped, anything else malformed is an error naming the line.
+// The recorder hashes exactly as bo-doctor does (core/hash.h): on sizes at and around the
+// 64 KiB chunk, where a large array switches to the hash of its chunk hashes.
+TEST_F(Record, RecorderHashesAsBoDoctorDoes) {
+  std::vector<size_t> sizes = {0, 3, 65535, 65536, 65537, 131072, 200003, (size_t(1) << 20) + 9};
+  std::string list;
+  for (size_t n : sizes) list += (list.empty() ? "" : ",") + std::to_string(n);
+  fs::path py = dir_ / "hashes.py";
+  std::ofstream(py) << "import sys\n"
+                       "sys.path.insert(0, '" BOD_SOURCE_DIR "/tool/recorder/python')\n"
+                       "from bo_doctor import _record\n"
+                       "for n in [" << list << "]:\n"
+                       "    b = bytes((i * 2654435761 >> 13) & 255 for i in range(n))\n"
+                       "    print(_record._hex(b))\n";
+  Proc r = run(std::string(kPython) + " " + py.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::istringstream lines(r.out);
+  for (size_t n : sizes) {
+    std::vector<uint8_t> b(n);
+    for (size_t i = 0; i < n; ++i) b[i] = static_cast<uint8_t>((uint64_t(i) * 2654435761u >> 13) & 255);
+    std::string got;
+    ASSERT_TRUE(std::getline(lines, got)) << "n=" << n;
+    EXPECT_EQ(got, hash_hex(hash_bytes(b.data(), n))) << "n=" << n;
+  }
+}
+
 TEST(Spool, TornLastLineIsDropped) {
   std::istringstream in(
       "{\"kind\":\"header\",\"argv\":[\"run.py\"],\"shadow\":false}\n"

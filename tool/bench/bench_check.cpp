@@ -8,6 +8,8 @@
 //     same 256 MiB buffer (ratio = read time / hash time: 1.0 is hashing at read speed);
 //   - scaling: check/reuse of llama-tiny with 4, 16, 64 and 128 decode tokens (dims T and SMAX
 //     edited in memory), and with 2 to 32 layers;
+//   - a long KV cache (SMAX 4096): check with the vars' chunk hashes against check hashing
+//     every var whole on every call;
 //   - the real-size Llama-3.2-1B layout plan: reuse-only, check and check --probe, thread CPU
 //     and wall ratios, and each run's peak RSS over the weights' bytes.
 // One line per figure, in a stable form (`ratio NAME MODEL min=.. median=.. max=..`).
@@ -15,7 +17,7 @@
 //   bench_check [repeats] [--quick] [--no-big] [--scaling]   (--quick: models only, no
 //   hashing, scaling or 1B plan; --no-big: everything but the 1B plan; --scaling: the scaling
 //   tables only, `repeats` each)
-//   bench_check --only reuse|check|check-probe|check-noskip [runs] [--dims T=128,SMAX=144]
+//   bench_check --only reuse|check|check-probe|check-noskip|check-wholehash [runs] [--dims T=128,SMAX=144]
 //   (one mode on llama-tiny, dims edited, for a profiler)
 #include <algorithm>
 #include <cstdio>
@@ -88,10 +90,16 @@ std::unique_ptr<Loaded> load(const std::string& path, const std::vector<std::pai
   return l;
 }
 
-enum class Mode { reuse, check, probe, noskip };
+enum class Mode { reuse, check, probe, noskip, wholehash };
 const char* mode_name(Mode m) {
-  return m == Mode::reuse ? "reuse" : m == Mode::check ? "check" : m == Mode::probe ? "check-probe"
-                                                                                    : "check-noskip";
+  switch (m) {
+    case Mode::reuse: return "reuse";
+    case Mode::check: return "check";
+    case Mode::probe: return "check-probe";
+    case Mode::noskip: return "check-noskip";
+    case Mode::wholehash: return "check-wholehash";
+  }
+  return "?";
 }
 
 size_t g_sink = 0;  // keeps the work observable
@@ -118,6 +126,7 @@ double time_run(const Plan& p, const HostData& d, Mode mode, RunCost* cost = nul
   ro.no_reuse = mode != Mode::reuse;
   ro.probe = mode == Mode::probe;
   ro.shadow_skip = mode != Mode::noskip;
+  ro.chunk_hashes = mode != Mode::wholehash;
   Trace t = run_plan(p, "", d, *backend, ro);
   if (mode != Mode::reuse) g_sink += build_report("check", t, false).findings.size();
   g_sink += t.calls.size();
@@ -215,6 +224,16 @@ void bench_scaling(int reps) {
   }
 }
 
+// A long KV cache: llama-tiny with 128 decode tokens and SMAX 4096 (256 KiB per layer and
+// cache, four 64 KiB chunks): check with the vars' chunk hashes kept (an append re-reads one
+// chunk) and with every var hashed whole on every call (check-wholehash).
+void bench_kv(int reps) {
+  auto l = load(BOD_SOURCE_DIR "/fixtures/models/llama-tiny/model.json", {{"T", 128}, {"SMAX", 4096}});
+  auto t = measure(*l, {Mode::reuse, Mode::check, Mode::wholehash}, reps);
+  line("ratio check/reuse llama-tiny-kv4096", ratios(t[1], t[0]));
+  line("ratio check-wholehash/reuse llama-tiny-kv4096", ratios(t[2], t[0]));
+}
+
 // Scaling over layers: check/reuse of llama-tiny with 2 to 32 layers.
 void bench_layers(int reps) {
   for (int L : {2, 4, 8, 16, 32}) {
@@ -285,7 +304,7 @@ int main(int argc, char** argv) {
   }
   if (!only.empty()) {
     auto l = load(BOD_SOURCE_DIR "/fixtures/models/llama-tiny/model.json", dims);
-    for (Mode m : {Mode::reuse, Mode::check, Mode::probe, Mode::noskip}) {
+    for (Mode m : {Mode::reuse, Mode::check, Mode::probe, Mode::noskip, Mode::wholehash}) {
       if (only != mode_name(m)) continue;
       std::vector<double> ms;
       for (int r = 0; r < reps; ++r) ms.push_back(time_run(l->plan, l->data, m) * 1e3);
@@ -297,6 +316,7 @@ int main(int argc, char** argv) {
       ro.no_reuse = m != Mode::reuse;
       ro.probe = m == Mode::probe;
       ro.shadow_skip = m != Mode::noskip;
+      ro.chunk_hashes = m != Mode::wholehash;
       run_plan(l->plan, "", l->data, *backend, ro);
       std::printf("calls=%zu shadow-runs=%ld shadow-taken=%ld\n", l->plan.calls.size(),
                   st.shadow_runs, st.shadow_taken);
@@ -309,6 +329,7 @@ int main(int argc, char** argv) {
   if (scaling_only) {
     bench_scaling(reps);
     bench_layers(reps);
+    bench_kv(reps);
     return g_sink == 42 ? 1 : 0;
   }
   bench_model("llama-tiny", reps);
@@ -317,6 +338,7 @@ int main(int argc, char** argv) {
     bench_hash(std::max(3, reps / 3));
     bench_scaling(std::max(3, reps / 2));
     bench_layers(std::max(3, reps / 2));
+    bench_kv(std::max(3, reps / 2));
     if (!no_big) bench_big(std::max(3, reps / 7));
   }
   return g_sink == 42 ? 1 : 0;

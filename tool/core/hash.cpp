@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 
 #include "core/hash_impl.h"
 
@@ -110,9 +111,45 @@ bool set_hash_path(HashPath p) {
   return true;
 }
 
-uint64_t hash_bytes_on(HashPath p, const void* data, size_t n) { return fn_of(p)(data, n); }
+namespace {
+// Above one chunk: the chunks' hashes, then the hash of those (see hash.h).
+uint64_t tree(Fn fn, const void* data, size_t n) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  size_t k = hash_chunk_count(n);
+  uint64_t stack[64];  // up to 4 MiB of data without a heap allocation
+  std::vector<uint64_t> heap;
+  uint64_t* h = stack;
+  if (k > 64) heap.resize(k), h = heap.data();
+  for (size_t i = 0; i < k; ++i) {
+    size_t off = i * kHashChunk;
+    h[i] = fn(p + off, std::min(kHashChunk, n - off));
+  }
+  return combine_chunk_hashes(h, k);
+}
+}  // namespace
+
+uint64_t combine_chunk_hashes(const uint64_t* chunk_hashes, size_t k) {
+  // Little-endian u64s, as the definition says (a memcpy on the little-endian hosts we build for).
+  static_assert(sizeof(uint64_t) == 8, "u64");
+  const uint16_t probe = 1;
+  if (*reinterpret_cast<const uint8_t*>(&probe) == 1) return hash_bytes(chunk_hashes, k * 8);
+  std::vector<uint8_t> le(k * 8);
+  for (size_t i = 0; i < k; ++i)
+    for (size_t b = 0; b < 8; ++b) le[i * 8 + b] = static_cast<uint8_t>(chunk_hashes[i] >> (8 * b));
+  return hash_bytes(le.data(), le.size());
+}
+
+uint64_t hash_bytes_on(HashPath p, const void* data, size_t n) {
+  return n <= kHashChunk ? fn_of(p)(data, n) : tree(fn_of(p), data, n);
+}
 
 uint64_t hash_bytes(const void* data, size_t n) {
+  static State& s = state();
+  Fn fn = s.fn.load(std::memory_order_relaxed);
+  return n <= kHashChunk ? fn(data, n) : tree(fn, data, n);
+}
+
+uint64_t hash_chunk(const void* data, size_t n) {
   static State& s = state();
   return s.fn.load(std::memory_order_relaxed)(data, n);
 }

@@ -1,6 +1,10 @@
-// XXH3-64 (seed 0) of a byte range: the fingerprint taken of every BO and host array.
-// The code is xxHash's own, compiled inline once per instruction set (hash_x86_*.cpp) and
-// picked at run time for the CPU: every path gives the same value.
+// The fingerprint taken of every BO and host array: XXH3-64 (seed 0) of the bytes up to one
+// chunk (64 KiB); above that, XXH3-64 of the chunks' XXH3-64 hashes (little-endian u64s, in
+// order; the last chunk may be short). So a large array whose rows change a few at a time (a
+// KV cache) is re-hashed by its changed chunks only (runner/var_store.h), and every array of
+// at most 64 KiB hashes as plain XXH3-64. The code is xxHash's own, compiled inline once per
+// instruction set (hash_x86_*.cpp) and picked at run time for the CPU: every path gives the
+// same value.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -8,7 +12,13 @@
 #include <vector>
 
 namespace bod {
+inline constexpr size_t kHashChunk = size_t(64) << 10;
 uint64_t hash_bytes(const void* data, size_t n);
+// The pieces of hash_bytes for a caller that keeps chunk hashes: the chunks of n bytes, one
+// chunk's hash (plain XXH3-64, n <= kHashChunk), and the hash of k > 1 chunk hashes.
+inline size_t hash_chunk_count(size_t n) { return n == 0 ? 1 : (n + kHashChunk - 1) / kHashChunk; }
+uint64_t hash_chunk(const void* data, size_t n);
+uint64_t combine_chunk_hashes(const uint64_t* chunk_hashes, size_t k);
 std::string hash_hex(uint64_t h);  // 16 lowercase hex digits
 
 // The code paths hash_bytes can take. scalar is portable; the others are x86 SIMD.

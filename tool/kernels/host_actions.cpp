@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdint>
 #include <cstring>
 
 namespace bod {
@@ -42,6 +43,17 @@ std::string write_rows(const OpCall& c, std::vector<int32_t>*) {
   size_t rb = static_cast<size_t>(out.cols()) * dtype_size(out.dtype);
   std::memmove(out.data + row * rb, src.data, src.bytes());
   return "";
+}
+
+std::pair<size_t, size_t> write_rows_part(const OpCall& c) {
+  const std::pair<size_t, size_t> all{0, SIZE_MAX};
+  if (!has(c, "src") || !has(c, "out")) return all;
+  const auto& src = c.operand("src");
+  const auto& out = c.operand("out");
+  double row = c.param("row");
+  if (!(row >= 0) || row != std::floor(row) || row > static_cast<double>(out.rows())) return all;
+  size_t rb = static_cast<size_t>(out.cols()) * dtype_size(out.dtype);
+  return {static_cast<size_t>(row) * rb, src.bytes()};
 }
 
 std::string check_argmax(const OpCall& c) {
@@ -141,7 +153,7 @@ const std::vector<OpInfo>& host_action_table() {
       {"write_rows", "copy src's rows into out starting at row `row` (KV-cache append)",
        {{"src", true, Access::read}, {"out", true, Access::write}},
        {{"row", true, 0, "first destination row"}},
-       check_write_rows, write_rows},
+       check_write_rows, write_rows, write_rows_part},
       {"argmax", "out[0] = index of the largest value in src's last row (greedy decode)",
        {{"src", true, Access::read}, {"out", true, Access::write}},
        {{"record", false, 1, "1: append the token to the run's token trace"}},

@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/tensor.h"
@@ -39,6 +40,11 @@ struct OpInfo {
   // reference op, which run_op runs. Callers test `run` instead of looking the name up.
   std::string (*check)(const OpCall&) = nullptr;
   std::string (*run)(const OpCall&, std::vector<int32_t>* tokens) = nullptr;
+  // For an action that writes only part of its write operand (write_rows: a few rows of a KV
+  // cache): {byte offset, byte count} of that part, so the bytes around it keep their hashes.
+  // Called with the operands bound and before the shape check: an invalid call answers with
+  // the whole operand. Null: it writes all of it.
+  std::pair<size_t, size_t> (*written_part)(const OpCall&) = nullptr;
 };
 
 const std::vector<OpInfo>& op_table();

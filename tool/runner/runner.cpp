@@ -40,6 +40,7 @@ class Runner {
          const RunOptions& opt)
       : p_(p), m_(*p.model), data_(d), b_(b), opt_(opt), reuse_(b, opt.no_reuse), noreuse_(b), rstore_(m_, &b),
         nstore_(m_, &b), t_(opt.no_reuse ? plan_trace(p, model_path) : Trace{}) {
+    rstore_.keep_chunk_hashes(opt.chunk_hashes);
     size_t most = 0;  // one zero buffer for every unbound slot; never reallocated later
     for (auto& c : p.calls)
       for (auto b : c.slot_bytes) most = std::max(most, b);
@@ -104,6 +105,10 @@ class Runner {
       }
     }
     if (opt_.no_reuse) verify();
+    if (opt_.stats) {
+      opt_.stats->var_chunks_hashed = rstore_.chunks_hashed();
+      opt_.stats->var_chunks_kept = rstore_.chunks_kept();
+    }
     t_.wall_s = since(t0);
     if (!opt_.timings) {
       for (EngineFigures* f : {&t_.reuse, &t_.noreuse})
@@ -170,13 +175,26 @@ class Runner {
     oc.params = h.params;
     ReaderName reader = [&h] { return "host step " + h.decl->action + " (" + h.where.path + ")"; };
     VarStore& store = noreuse ? nstore_ : rstore_;
+    // An action that writes part of its output (write_rows) says which bytes, once its operands
+    // are bound; the store keeps the hashes of the rest (a KV cache's other rows).
+    auto part = oc.info->written_part;
     for (auto& spec : oc.info->operands) {
       auto it = h.operands.find(spec.role);
       if (it == h.operands.end()) continue;
-      oc.operands[spec.role] = spec.access == Access::write ? store.write(it->second)
+      oc.operands[spec.role] = spec.access == Access::write
+                                   ? part ? store.write(it->second, VarStore::ByteRange{})
+                                          : store.write(it->second)
                                : it->second.kind == Binding::Kind::zeros
                                    ? host_zeros(it->second)
                                    : resolve(it->second, noreuse, false, 0, reader, 0);
+    }
+    if (part) {
+      auto [off, n] = part(oc);
+      for (auto& spec : oc.info->operands) {
+        auto it = h.operands.find(spec.role);
+        if (spec.access == Access::write && it != h.operands.end())
+          store.write(it->second, VarStore::ByteRange{off, n});
+      }
     }
     if (!oc.info->run) {  // a reference op on the host
       run_op(oc);
@@ -250,7 +268,7 @@ class Runner {
 
   void call(const PlanCall& c) {
     CallInputs in = inputs(c);
-    if (opt_.no_reuse) host_hashes(in);  // before the writes: the engine reuses them
+    if (opt_.no_reuse) host_hashes(c, in);  // before the writes: the engine reuses them
     auto tw = Clock::now();
     Prepared rp = reuse_.prepare(c, in.reuse);
     t_.reuse.write_s += since(tw);
@@ -309,9 +327,13 @@ class Runner {
 
   static bool immutable_source(const BoundArray& a) { return a.kind != Binding::Kind::var; }
 
-  void host_hashes(CallInputs& in) {
+  void host_hashes(const PlanCall& c, CallInputs& in) {
     for (size_t s = 0; s < in.reuse.size(); ++s) {
-      in.reuse[s].hash = host_hash(in.reuse[s]);
+      // A var's bytes: through the store, which re-reads only the chunks written since.
+      const BoundArray& a = c.args[s];
+      in.reuse[s].hash = a.kind == Binding::Kind::var
+                             ? rstore_.hash(a.name, in.reuse[s].data, in.reuse[s].bytes)
+                             : host_hash(in.reuse[s]);
       in.reuse[s].hashed = true;
       if (in.noreuse[s].data == in.reuse[s].data && in.noreuse[s].bytes == in.reuse[s].bytes) {
         in.noreuse[s].hash = in.reuse[s].hash;

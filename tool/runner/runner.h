@@ -18,6 +18,10 @@ namespace bod {
 struct RunStats {
   long shadow_runs = 0;   // calls the no-reuse engine ran
   long shadow_taken = 0;  // calls it took the reuse engine's results for (shadow_skip)
+  // 64 KiB chunks of vars (a KV cache) the host hashes read, and those whose hash was kept
+  // from an earlier call because nothing wrote them since (chunk_hashes).
+  long var_chunks_hashed = 0;
+  long var_chunks_kept = 0;
 };
 
 struct RunOptions {
@@ -40,6 +44,11 @@ struct RunOptions {
   // Also: probes whose outcome the body's access analysis fixes are not run (runner.cpp,
   // known_probe).
   bool shadow_skip = true;
+  // A var's host hash re-reads only the 64 KiB chunks written since it was last hashed
+  // (VarStore::hash): a KV cache is not re-hashed whole on every call. The trace and every
+  // report are byte-identical either way (tests/runner/var_hash_test.cpp); false hashes
+  // every var whole, every time.
+  bool chunk_hashes = true;
   RunStats* stats = nullptr;  // filled in when set
   // Called before each step and once at the end with (steps done, steps in all): the CLI's
   // progress line and its --timeout (which throws FatalError to stop the run).

@@ -1,5 +1,6 @@
 #include "runner/var_store.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/hash.h"
@@ -15,7 +16,7 @@ bool is_prefix(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
 
 VarStore::VarStore(const Model& m, Backend* backend) : backend_(backend) {
   for (auto& d : m.vars) {
-    Var v{&d, std::vector<uint8_t>(static_cast<size_t>(numel(d.shape)) * dtype_size(d.dtype)), {}};
+    Var v{&d, std::vector<uint8_t>(static_cast<size_t>(numel(d.shape)) * dtype_size(d.dtype)), {}, {}, {}};
     if (d.init)
       fill_tensor(v.base.data(), d.dtype, numel(d.shape), *d.init, m.seed, "var:" + d.name);
     vars_.emplace(d.name, std::move(v));
@@ -82,9 +83,50 @@ TensorRef VarStore::read(const BoundArray& b, const StaleViewFn& on_stale, int* 
   return slice_rows(TensorRef{out.data(), v.decl->dtype, shape}, b.row0, b.nrows);
 }
 
+void VarStore::changed(Var& v, size_t off, size_t n) {
+  if (v.fresh.empty() || n == 0 || off >= v.base.size()) return;
+  n = std::min(n, v.base.size() - off);
+  for (size_t c = off / kHashChunk; c <= (off + n - 1) / kHashChunk; ++c) v.fresh[c] = 0;
+}
+
+uint64_t VarStore::hash(const std::string& name, const uint8_t* data, size_t n) {
+  Var& v = var(name);
+  const uint8_t* base = v.base.data();
+  bool own = data >= base && data <= base + v.base.size() &&
+             n <= v.base.size() - static_cast<size_t>(data - base);
+  if (!chunk_hashes_ || !own || n <= kHashChunk || static_cast<size_t>(data - base) % kHashChunk)
+    return hash_bytes(data, n);
+  if (v.fresh.empty()) {
+    v.chunk.assign(hash_chunk_count(v.base.size()), 0);
+    v.fresh.assign(v.chunk.size(), 0);
+  }
+  size_t first = static_cast<size_t>(data - base) / kHashChunk, k = hash_chunk_count(n);
+  uint64_t stack[64];
+  std::vector<uint64_t> heap;
+  uint64_t* h = stack;
+  if (k > 64) heap.resize(k), h = heap.data();
+  for (size_t i = 0; i < k; ++i) {
+    size_t len = std::min(kHashChunk, n - i * kHashChunk), c = first + i;
+    size_t var_len = std::min(kHashChunk, v.base.size() - c * kHashChunk);
+    if (len != var_len) {  // the region ends inside this chunk of the var: not the var's chunk
+      h[i] = hash_chunk(data + i * kHashChunk, len);
+      continue;
+    }
+    if (v.fresh[c]) {
+      ++chunks_kept_;
+    } else {
+      v.chunk[c] = hash_chunk(base + c * kHashChunk, len), v.fresh[c] = 1;
+      ++chunks_hashed_;
+    }
+    h[i] = v.chunk[c];
+  }
+  return combine_chunk_hashes(h, k);
+}
+
 void VarStore::settle(Var& v, const std::vector<int64_t>& index) {
   for (auto it = v.views.begin(); it != v.views.end();) {
     if (is_prefix(it->first, index) && it->first != index) {  // covers the region: copy in
+      changed(v, offset(v, it->first), it->second.bytes);
       std::memcpy(v.base.data() + offset(v, it->first), bytes_of(it->second), it->second.bytes);
       it = v.views.erase(it);
     } else if (is_prefix(index, it->first)) {  // inside the region: superseded
@@ -97,9 +139,17 @@ void VarStore::settle(Var& v, const std::vector<int64_t>& index) {
 
 TensorRef VarStore::write(const BoundArray& b) {
   Var& v = var(b.name);
+  return write(b, ByteRange{0, region_bytes(v, b.index.size())});
+}
+
+TensorRef VarStore::write(const BoundArray& b, ByteRange changed_bytes) {
+  Var& v = var(b.name);
   settle(v, b.index);
+  size_t off = offset(v, b.index), bytes = region_bytes(v, b.index.size());
+  if (changed_bytes.offset < bytes)
+    changed(v, off + changed_bytes.offset, std::min(changed_bytes.bytes, bytes - changed_bytes.offset));
   Shape shape(v.decl->shape.begin() + static_cast<long>(b.index.size()), v.decl->shape.end());
-  return TensorRef{v.base.data() + offset(v, b.index), v.decl->dtype, shape};
+  return TensorRef{v.base.data() + off, v.decl->dtype, shape};
 }
 
 void VarStore::keep_view(const BoundArray& b, const ViewRef& w) {

@@ -36,15 +36,36 @@ class VarStore {
   // first one, when several views make up the region), 0 when none does.
   TensorRef read(const BoundArray& b, const StaleViewFn& on_stale, int* view_call = nullptr);
   // A writable region; views inside it are dropped, views around it are copied in first.
+  // The whole region counts as changed, unless `changed_bytes` (from the region's start) says
+  // which part the caller writes (a KV-cache append writes a few rows).
+  struct ByteRange {
+    size_t offset = 0, bytes = 0;
+  };
   TensorRef write(const BoundArray& b);
+  TensorRef write(const BoundArray& b, ByteRange changed_bytes);
   void keep_view(const BoundArray& b, const ViewRef& v);
+  // hash_bytes(data, n) for bytes a read of `var` returned. When they lie in the var's own
+  // memory, start on a 64 KiB chunk and span more than one, the chunk hashes are kept and
+  // only chunks written since they were last hashed are read again: a KV cache is not
+  // re-hashed whole on every call. Anything else (a view, a copy) is hashed as it is.
+  uint64_t hash(const std::string& var, const uint8_t* data, size_t n);
+  // false: hash() hashes everything as it is (the reference the tests compare with).
+  void keep_chunk_hashes(bool on) { chunk_hashes_ = on; }
+  // Chunks hash() read, and chunks it answered from a kept hash.
+  long chunks_hashed() const { return chunks_hashed_; }
+  long chunks_kept() const { return chunks_kept_; }
 
  private:
   struct Var {
     const VarDecl* decl;
     std::vector<uint8_t> base;
     std::map<std::vector<int64_t>, ViewRef> views;  // index prefix -> view of that region
+    // Hash of each 64 KiB chunk of base, valid where `fresh` (sized on the first hash).
+    std::vector<uint64_t> chunk;
+    std::vector<char> fresh;
   };
+  // Base bytes [off, off + n) changed: their chunks' hashes are stale.
+  static void changed(Var& v, size_t off, size_t n);
   Var& var(const std::string& name);
   // The view's bytes now (the BO's current mapping).
   const uint8_t* bytes_of(ViewRef& w) const {
@@ -52,6 +73,8 @@ class VarStore {
     return w.data;
   }
   Backend* backend_ = nullptr;
+  bool chunk_hashes_ = true;
+  long chunks_hashed_ = 0, chunks_kept_ = 0;
   size_t offset(const Var& v, const std::vector<int64_t>& index) const;
   size_t region_bytes(const Var& v, size_t depth) const;
   void settle(Var& v, const std::vector<int64_t>& index);

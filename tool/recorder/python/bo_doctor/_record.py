@@ -37,8 +37,19 @@ _NO_HASH = "0" * 16
 _SHADOW_KEY = "__bo_doctor_shadow__"
 
 
+_CHUNK = 64 << 10
+
+
 def _hex(buf):
-    return "%016x" % xxhash.xxh3_64_intdigest(buf)
+    """The trace's hash of a byte buffer (docs/trace-format.md, Hashes): XXH3-64 up to 64 KiB,
+    above that XXH3-64 of the 64 KiB chunks' XXH3-64 hashes as little-endian u64s."""
+    mv = memoryview(buf).cast("B")
+    n = len(mv)
+    if n <= _CHUNK:
+        return "%016x" % xxhash.xxh3_64_intdigest(mv)
+    parts = b"".join(xxhash.xxh3_64_intdigest(mv[i:i + _CHUNK]).to_bytes(8, "little")
+                     for i in range(0, n, _CHUNK))
+    return "%016x" % xxhash.xxh3_64_intdigest(parts)
 
 
 def _bytes_of(arr, limit=None):
