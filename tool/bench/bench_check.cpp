@@ -14,9 +14,9 @@
 //     and wall ratios, and each run's peak RSS over the weights' bytes.
 // One line per figure, in a stable form (`ratio NAME MODEL min=.. median=.. max=..`).
 // Prints, asserts nothing.
-//   bench_check [repeats] [--quick] [--no-big] [--scaling]   (--quick: models only, no
+//   bench_check [repeats] [--quick] [--no-big] [--scaling] [--big]   (--quick: models only, no
 //   hashing, scaling or 1B plan; --no-big: everything but the 1B plan; --scaling: the scaling
-//   tables only, `repeats` each)
+//   tables only, `repeats` each; --big: the 1B plan only, `repeats` each)
 //   bench_check --only reuse|check|check-probe|check-noskip|check-wholehash [runs] [--dims T=128,SMAX=144]
 //   (one mode on llama-tiny, dims edited, for a profiler)
 #include <algorithm>
@@ -284,7 +284,7 @@ void bench_big(int reps) {
 
 int main(int argc, char** argv) {
   int reps = 15;
-  bool quick = false, no_big = false, scaling_only = false;
+  bool quick = false, no_big = false, scaling_only = false, big_only = false;
   std::string only;
   std::vector<std::pair<std::string, int>> dims;
   for (int i = 1; i < argc; ++i) {
@@ -292,6 +292,7 @@ int main(int argc, char** argv) {
     if (a == "--quick") quick = true;
     else if (a == "--no-big") no_big = true;
     else if (a == "--scaling") scaling_only = true;
+    else if (a == "--big") big_only = true;
     else if (a == "--only" && i + 1 < argc) only = argv[++i];
     else if (a == "--dims" && i + 1 < argc) {  // K=V[,K=V...]: llama-tiny's dims for --only
       std::stringstream ds(argv[++i]);
@@ -326,6 +327,10 @@ int main(int argc, char** argv) {
   }
   std::printf("bench_check repeats=%d hash-path=%s (thread CPU time, interleaved)\n", reps,
               hash_path_name(hash_path()));
+  if (big_only) {
+    bench_big(reps);
+    return g_sink == 42 ? 1 : 0;
+  }
   if (scaling_only) {
     bench_scaling(reps);
     bench_layers(reps);

@@ -22,8 +22,10 @@ std::vector<int> indices(const std::vector<SlotRef>& refs) {
   return v;
 }
 
-// Fills `t` in place (a TraceSlot is a few hundred bytes with strings: no temporaries).
-void call_identity(const PlanCall& c, TraceCall& t) {
+}  // namespace
+
+// In place (a TraceSlot is a few hundred bytes with strings: no temporaries).
+void fill_call_identity(const PlanCall& c, TraceCall& t) {
   t.number = c.number;
   t.ns = c.cache;
   t.kernel = c.kernel->name;
@@ -59,9 +61,7 @@ void call_identity(const PlanCall& c, TraceCall& t) {
   }
 }
 
-}  // namespace
-
-Trace plan_trace(const Plan& plan, const std::string& model_path) {
+Trace plan_trace_header(const Plan& plan, const std::string& model_path) {
   Trace t;
   const Model& m = *plan.model;
   t.header.producer = std::string("bo-doctor ") + BOD_VERSION;
@@ -77,7 +77,12 @@ Trace plan_trace(const Plan& plan, const std::string& model_path) {
   for (auto& [name, tol] : m.verify.outputs)
     t.header.verify.push_back({name, tol.cosine, tol.atol, tol.rtol});
   t.calls.resize(plan.calls.size());
-  for (size_t i = 0; i < plan.calls.size(); ++i) call_identity(plan.calls[i], t.calls[i]);
+  return t;
+}
+
+Trace plan_trace(const Plan& plan, const std::string& model_path) {
+  Trace t = plan_trace_header(plan, model_path);
+  for (size_t i = 0; i < plan.calls.size(); ++i) fill_call_identity(plan.calls[i], t.calls[i]);
   return t;
 }
 

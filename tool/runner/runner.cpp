@@ -39,7 +39,7 @@ class Runner {
   Runner(const Plan& p, const std::string& model_path, const HostData& d, Backend& b,
          const RunOptions& opt)
       : p_(p), m_(*p.model), data_(d), b_(b), opt_(opt), reuse_(b, opt.no_reuse), noreuse_(b), rstore_(m_, &b),
-        nstore_(m_, &b), t_(opt.no_reuse ? plan_trace(p, model_path) : Trace{}) {
+        nstore_(m_, &b), t_(opt.no_reuse ? plan_trace_header(p, model_path) : Trace{}) {
     rstore_.keep_chunk_hashes(opt.chunk_hashes);
     size_t most = 0;  // one zero buffer for every unbound slot; never reallocated later
     for (auto& c : p.calls)
@@ -267,6 +267,7 @@ class Runner {
   }
 
   void call(const PlanCall& c) {
+    if (opt_.no_reuse) fill_call_identity(c, rec(c));
     CallInputs in = inputs(c);
     if (opt_.no_reuse) host_hashes(c, in);  // before the writes: the engine reuses them
     auto tw = Clock::now();

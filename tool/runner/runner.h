@@ -58,6 +58,10 @@ struct RunOptions {
 // The plan alone as a Trace: every call's identity, host arrays (no hashes), placements and
 // body access facts, with capabilities.run false. What lint's checks read.
 Trace plan_trace(const Plan& plan, const std::string& model_path);
+// Its two parts, for the runner: the header with one empty record per call, and one call's
+// identity, filled in when the call runs (while its record is in cache).
+Trace plan_trace_header(const Plan& plan, const std::string& model_path);
+void fill_call_identity(const PlanCall& c, TraceCall& t);
 
 // Runs the plan and returns its Trace (plan_trace plus everything observed). Throws
 // FatalError on a backend failure (exit 3).
