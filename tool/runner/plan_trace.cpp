@@ -77,6 +77,11 @@ Trace plan_trace_header(const Plan& plan, const std::string& model_path) {
   for (auto& [name, tol] : m.verify.outputs)
     t.header.verify.push_back({name, tol.cosine, tol.atol, tol.rtol});
   t.calls.resize(plan.calls.size());
+  // Every call's slot array allocated now, in one sweep, filled later: a few KB each, so
+  // allocating them between the run's small per-call buffers would make malloc consolidate
+  // its free lists on every call.
+  for (size_t i = 0; i < plan.calls.size(); ++i)
+    t.calls[i].slots.reserve(plan.calls[i].kernel->slots.size());
   return t;
 }
 

@@ -189,11 +189,15 @@ class Runner {
                                    : resolve(it->second, noreuse, false, 0, reader, 0);
     }
     if (part) {
-      auto [off, n] = part(oc);
       for (auto& spec : oc.info->operands) {
         auto it = h.operands.find(spec.role);
-        if (spec.access == Access::write && it != h.operands.end())
-          store.write(it->second, VarStore::ByteRange{off, n});
+        if (spec.access != Access::write || it == h.operands.end()) continue;
+        VarStore::ByteRange r{0, SIZE_MAX};  // one chunk or less: all of it changed
+        if (oc.operand(spec.role).bytes() > kHashChunk) {
+          auto [off, n] = part(oc);
+          r = VarStore::ByteRange{off, n};
+        }
+        store.mark_changed(it->second, r);
       }
     }
     if (!oc.info->run) {  // a reference op on the host
@@ -332,7 +336,7 @@ class Runner {
     for (size_t s = 0; s < in.reuse.size(); ++s) {
       // A var's bytes: through the store, which re-reads only the chunks written since.
       const BoundArray& a = c.args[s];
-      in.reuse[s].hash = a.kind == Binding::Kind::var
+      in.reuse[s].hash = a.kind == Binding::Kind::var && in.reuse[s].bytes > kHashChunk
                              ? rstore_.hash(a.name, in.reuse[s].data, in.reuse[s].bytes)
                              : host_hash(in.reuse[s]);
       in.reuse[s].hashed = true;

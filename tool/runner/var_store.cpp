@@ -1,6 +1,7 @@
 #include "runner/var_store.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "core/hash.h"
@@ -137,19 +138,24 @@ void VarStore::settle(Var& v, const std::vector<int64_t>& index) {
   }
 }
 
-TensorRef VarStore::write(const BoundArray& b) {
-  Var& v = var(b.name);
-  return write(b, ByteRange{0, region_bytes(v, b.index.size())});
-}
+TensorRef VarStore::write(const BoundArray& b) { return write(b, ByteRange{0, SIZE_MAX}); }
 
 TensorRef VarStore::write(const BoundArray& b, ByteRange changed_bytes) {
   Var& v = var(b.name);
   settle(v, b.index);
-  size_t off = offset(v, b.index), bytes = region_bytes(v, b.index.size());
-  if (changed_bytes.offset < bytes)
-    changed(v, off + changed_bytes.offset, std::min(changed_bytes.bytes, bytes - changed_bytes.offset));
+  mark(v, b, changed_bytes);
   Shape shape(v.decl->shape.begin() + static_cast<long>(b.index.size()), v.decl->shape.end());
-  return TensorRef{v.base.data() + off, v.decl->dtype, shape};
+  return TensorRef{v.base.data() + offset(v, b.index), v.decl->dtype, shape};
+}
+
+void VarStore::mark_changed(const BoundArray& b, ByteRange changed_bytes) {
+  mark(var(b.name), b, changed_bytes);
+}
+
+void VarStore::mark(Var& v, const BoundArray& b, ByteRange r) const {
+  if (v.fresh.empty()) return;  // never hashed by chunks: nothing kept to invalidate
+  size_t off = offset(v, b.index), bytes = region_bytes(v, b.index.size());
+  if (r.offset < bytes) changed(v, off + r.offset, std::min(r.bytes, bytes - r.offset));
 }
 
 void VarStore::keep_view(const BoundArray& b, const ViewRef& w) {

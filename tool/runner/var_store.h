@@ -43,6 +43,9 @@ class VarStore {
   };
   TensorRef write(const BoundArray& b);
   TensorRef write(const BoundArray& b, ByteRange changed_bytes);
+  // Marks bytes of a region changed after the fact (a writer that learns the range once its
+  // operands are bound, having taken the region with an empty range).
+  void mark_changed(const BoundArray& b, ByteRange changed_bytes);
   void keep_view(const BoundArray& b, const ViewRef& v);
   // hash_bytes(data, n) for bytes a read of `var` returned. When they lie in the var's own
   // memory, start on a 64 KiB chunk and span more than one, the chunk hashes are kept and
@@ -66,6 +69,7 @@ class VarStore {
   };
   // Base bytes [off, off + n) changed: their chunks' hashes are stale.
   static void changed(Var& v, size_t off, size_t n);
+  void mark(Var& v, const BoundArray& b, ByteRange r) const;
   Var& var(const std::string& name);
   // The view's bytes now (the BO's current mapping).
   const uint8_t* bytes_of(ViewRef& w) const {
