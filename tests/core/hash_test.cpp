@@ -108,6 +108,11 @@ TEST(Hash, UpToOneChunkIsPlainXxh3AndAboveIsTheHashOfTheChunkHashes) {
   for (size_t i = 0; i < k; ++i)
     h[i] = hash_chunk(buf.data() + i * kHashChunk, std::min(kHashChunk, n - i * kHashChunk));
   EXPECT_EQ(combine_chunk_hashes(h.data(), k), hash_bytes(buf.data(), n));
+  // The reference values docs/trace-format.md §8 gives writers.
+  std::vector<uint8_t> zeros(size_t(1) << 20, 0);
+  EXPECT_EQ(hash_hex(hash_bytes(zeros.data(), 65536)), "33b202d302b65caa");
+  EXPECT_EQ(hash_hex(hash_bytes(zeros.data(), 65537)), "66268c5ee347da5e");
+  EXPECT_EQ(hash_hex(hash_bytes(zeros.data(), zeros.size())), "6ed551098c686bf9");
   EXPECT_EQ(hash_chunk_count(0), 1u);
   EXPECT_EQ(hash_chunk_count(kHashChunk), 1u);
   EXPECT_EQ(hash_chunk_count(kHashChunk + 1), 2u);
