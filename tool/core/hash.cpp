@@ -1,10 +1,10 @@
 #include "core/hash.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
 
 #include "core/hash_impl.h"
 

@@ -93,15 +93,15 @@ void VarStore::changed(Var& v, size_t off, size_t n) {
 uint64_t VarStore::hash(const std::string& name, const uint8_t* data, size_t n) {
   Var& v = var(name);
   const uint8_t* base = v.base.data();
-  bool own = data >= base && data <= base + v.base.size() &&
-             n <= v.base.size() - static_cast<size_t>(data - base);
-  if (!chunk_hashes_ || !own || n <= kHashChunk || static_cast<size_t>(data - base) % kHashChunk)
-    return hash_bytes(data, n);
+  // Inside the var's own memory (compared as addresses: `data` may point anywhere).
+  auto at = reinterpret_cast<uintptr_t>(data), from = reinterpret_cast<uintptr_t>(base);
+  bool own = at >= from && at - from <= v.base.size() && n <= v.base.size() - (at - from);
+  if (!chunk_hashes_ || !own || n <= kHashChunk || (at - from) % kHashChunk) return hash_bytes(data, n);
   if (v.fresh.empty()) {
     v.chunk.assign(hash_chunk_count(v.base.size()), 0);
     v.fresh.assign(v.chunk.size(), 0);
   }
-  size_t first = static_cast<size_t>(data - base) / kHashChunk, k = hash_chunk_count(n);
+  size_t first = (at - from) / kHashChunk, k = hash_chunk_count(n);
   uint64_t stack[64];
   std::vector<uint64_t> heap;
   uint64_t* h = stack;
