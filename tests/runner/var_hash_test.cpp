@@ -31,15 +31,10 @@ struct Loaded {
   HostData data;
 };
 
-// llama-tiny with its decode cache length SMAX set (the JSON edited before parsing).
-std::unique_ptr<Loaded> llama_tiny(int smax) {
-  std::string path = std::string(BOD_SOURCE_DIR) + "/fixtures/models/llama-tiny/model.json";
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  auto j = nlohmann::ordered_json::parse(ss.str());
-  j["dims"]["SMAX"] = smax;
-  auto m = parse_model(j.dump(), path);
+// A model from its JSON text, expanded, with its host data. On the heap: the plan points
+// into the model.
+std::unique_ptr<Loaded> load_text(const std::string& text, const std::string& path) {
+  auto m = parse_model(text, path);
   EXPECT_TRUE(bool(m)) << (m ? "" : m.error().line());
   if (!m) return nullptr;
   auto l = std::make_unique<Loaded>(Loaded{std::move(m.value()), {}, {}});
@@ -52,6 +47,17 @@ std::unique_ptr<Loaded> llama_tiny(int smax) {
   if (!d) return nullptr;
   l->data = std::move(d.value());
   return l;
+}
+
+// llama-tiny with its decode cache length SMAX set (the JSON edited before parsing).
+std::unique_ptr<Loaded> llama_tiny(int smax) {
+  std::string path = std::string(BOD_SOURCE_DIR) + "/fixtures/models/llama-tiny/model.json";
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  auto j = nlohmann::ordered_json::parse(ss.str());
+  j["dims"]["SMAX"] = smax;
+  return load_text(j.dump(), path);
 }
 
 BoundArray var_region(const std::string& name, std::vector<int64_t> index) {
@@ -160,6 +166,50 @@ TEST(VarHash, TraceAndReportsAreIdenticalWithChunkHashesOnAndOff) {
       EXPECT_EQ(on.stats.var_chunks_hashed, layers * 2 * 10);
       EXPECT_EQ(on.stats.var_chunks_kept, layers * 2 * 8);
     }
+  }
+}
+
+// A kernel that appends one row to a 256 KiB cache slot it keeps resident (an in-kernel KV
+// append): its intermediate slot is not rewritten by the host after the key's first call, so
+// after each dispatch only the chunk holding the written row is re-read.
+const char* kAppendModel = R"({
+  "format": "bo-doctor-model", "version": 1, "name": "kv-append", "seed": 3,
+  "dims": {"R": 1024, "C": 64, "T": 6},
+  "tensors": {"xs": {"dtype": "f32", "shape": ["T", 1, "C"], "init": {"normal": {"std": 1.0}}}},
+  "vars": {"cache": {"dtype": "f32", "shape": ["R", "C"]}},
+  "kernels": {
+    "append": {
+      "params": ["p"],
+      "slots": [
+        {"name": "x", "dtype": "f32", "shape": [1, "C"]},
+        {"name": "cache", "dtype": "f32", "shape": ["R", "C"]}
+      ],
+      "body": [{"op": "copy", "src": "x", "out": "cache[p:p+1]"}]
+    }
+  },
+  "program": {"phases": [{"name": "decode", "repeat": "T", "var": "t", "steps": [
+    {"call": "append", "params": {"p": "t*170"}, "args": {"x": "xs[t]", "cache": "cache"},
+     "intermediate_indices": ["cache"], "output_indices": ["cache"], "bo_key": "append",
+     "keep": {"cache": {"to": "cache", "as": "copy"}}}
+  ]}]},
+  "verify": {"outputs": {"cache": {"cosine": 0.99}}}
+})";
+
+TEST(BoHash, ADispatchThatWritesOneRowReReadsOnlyItsChunk) {
+  auto lp = load_text(kAppendModel, "kv-append.json");
+  ASSERT_TRUE(lp);
+  const Loaded& l = *lp;
+  for (bool probe : {false, true}) {
+    SCOPED_TRACE(probe ? "--probe" : "no probe");
+    Outcome on = check(l, true, probe), off = check(l, false, probe);
+    EXPECT_TRUE(on.trace == off.trace) << "the saved traces differ";
+    EXPECT_EQ(on.json, off.json);
+    EXPECT_EQ(on.text, off.text);
+    EXPECT_EQ(off.stats.bo_chunks_hashed + off.stats.bo_chunks_kept, 0);
+    // 6 calls, 4 chunks: the first call reads all 4; each later one the written row's chunk
+    // only (rows 170, 340, ... 850: chunks 0, 1, 1, 2, 3), keeping 3.
+    EXPECT_EQ(on.stats.bo_chunks_kept, 5 * 3);
+    EXPECT_LE(on.stats.bo_chunks_hashed, 4 + 5 + 4) << "a post hash re-read more than the written chunk";
   }
 }
 

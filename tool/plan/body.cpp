@@ -199,6 +199,17 @@ std::vector<SlotAccess> analyze_access(const Body& b, size_t n_slots) {
     bool clean = true;  // no row it writes was read before it was written
     for (size_t r = 0; r < written[s].size() && clean; ++r) clean = !(written[s][r] && read_stale[s][r]);
     a[s].rewritten_before_read = a[s].written && clean;
+    a[s].total_rows = static_cast<int64_t>(written[s].size());
+    for (size_t r = 0; r < written[s].size();) {
+      if (!written[s][r]) {
+        ++r;
+        continue;
+      }
+      size_t end = r;
+      while (end < written[s].size() && written[s][end]) ++end;
+      a[s].written_rows.emplace_back(static_cast<int64_t>(r), static_cast<int64_t>(end));
+      r = end;
+    }
   }
   return a;
 }

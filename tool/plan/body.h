@@ -1,6 +1,8 @@
 // A kernel's reference body bound to one call's slot shapes: ready to run on any backend's
 // slot tensors, and analysed for which slots it reads before writing (B2 safety).
 #pragma once
+#include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "model/model.h"
@@ -48,6 +50,10 @@ struct SlotAccess {
   // Every row it writes is written before any op of the body reads it (rows: the 2-D view;
   // an op reads the rows of its operands and writes the leading `rows` of its output's).
   bool rewritten_before_read = false;
+  // The rows it writes, as runs [first, end) of the `total_rows` rows of its 2-D view, in
+  // order: a dispatch re-hashes only the bytes of these rows (runner.cpp, post_hash).
+  std::vector<std::pair<int64_t, int64_t>> written_rows;
+  int64_t total_rows = 0;
 };
 std::vector<SlotAccess> analyze_access(const Body& b, size_t n_slots);
 

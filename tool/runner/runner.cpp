@@ -108,6 +108,8 @@ class Runner {
     if (opt_.stats) {
       opt_.stats->var_chunks_hashed = rstore_.chunks_hashed();
       opt_.stats->var_chunks_kept = rstore_.chunks_kept();
+      opt_.stats->bo_chunks_hashed = bo_chunks_hashed_;
+      opt_.stats->bo_chunks_kept = bo_chunks_kept_;
     }
     t_.wall_s = since(t0);
     if (!opt_.timings) {
@@ -411,7 +413,7 @@ class Runner {
   uint64_t bo_hash(BoHandle bo, size_t n) {
     auto it = known_.find(bo);
     if (it != known_.end() && it->second.first == n) return it->second.second;
-    uint64_t h = hash_bytes(b_.device_bytes(bo), n);
+    uint64_t h = chunked_hash(bo, n, nullptr);
     remember(bo, n, h);
     return h;
   }
@@ -420,6 +422,7 @@ class Runner {
   void note_writes(const Prepared& rp) {
     for (auto& w : rp.slots) {
       if (w.bo == ReuseEngine::kNone || !w.written) continue;
+      bo_chunks_.erase(w.bo);
       remember(w.bo, w.written_bytes, w.written_hash);
     }
   }
@@ -490,8 +493,14 @@ class Runner {
         if (bo != ReuseEngine::kNone) remember(bo, cmp, ts.reuse_post);
         continue;
       }
+      // The rows the body wrote, when they are known: the reference body ran on this call's
+      // own shapes, and no other slot writes the same BO.
+      const SlotAccess* rows = body_is_kernel && !rp.failed && rp.shape_call == &c && !sharing[s] &&
+                                       cmp == ts.host.bytes
+                                   ? &c.bound->access[s]
+                                   : nullptr;
       if (!nbos) {  // written by the body: the same bytes in both engines
-        ts.reuse_post = hash_bytes(b_.device_bytes(bo), cmp);
+        ts.reuse_post = chunked_hash(bo, cmp, rows);
         ts.noreuse_post = ts.reuse_post;
         remember(bo, cmp, ts.reuse_post);
         continue;
@@ -500,7 +509,7 @@ class Runner {
       ts.noreuse_post = hash_bytes(ndata, ts.host.bytes);
       if (bo == ReuseEngine::kNone) continue;
       const uint8_t* rd = b_.device_bytes(bo);
-      ts.reuse_post = hash_bytes(rd, cmp);
+      ts.reuse_post = chunked_hash(bo, cmp, rows);
       remember(bo, cmp, ts.reuse_post);
       if (ts.reuse_post == ts.noreuse_post || cmp != ts.host.bytes) continue;
       for (size_t i = 0; i < cmp; ++i) {
@@ -514,6 +523,39 @@ class Runner {
   // The hash of a reuse BO's device bytes [0, n), valid until a write or a dispatch changes
   // them. Where two slots share a BO, the last one hashed stays known.
   void remember(BoHandle bo, size_t n, uint64_t h) { known_[bo] = {n, h}; }
+
+  // hash_bytes of reuse BO `bo`'s device bytes [0, n). Above one chunk (and with
+  // RunOptions::chunk_hashes) the BO's chunk hashes are kept until a host write drops them
+  // (note_writes); after a dispatch whose body wrote only some rows of the slot (`rows`: the
+  // body's access analysis; null when any byte may have changed) only those rows' chunks are
+  // read again.
+  uint64_t chunked_hash(BoHandle bo, size_t n, const SlotAccess* rows) {
+    const uint8_t* d = b_.device_bytes(bo);
+    if (!opt_.chunk_hashes || n <= kHashChunk) return hash_bytes(d, n);
+    BoChunks& e = bo_chunks_[bo];
+    size_t k = hash_chunk_count(n);
+    long read = 0;
+    auto chunk = [&](size_t c) {
+      e.h[c] = hash_chunk(d + c * kHashChunk, std::min(kHashChunk, n - c * kHashChunk));
+      ++read;
+    };
+    bool partial = rows && e.n == n && rows->total_rows > 0 &&
+                   n % static_cast<size_t>(rows->total_rows) == 0;
+    if (!partial) {
+      e.n = n;
+      e.h.resize(k);
+      for (size_t c = 0; c < k; ++c) chunk(c);
+    } else {
+      size_t rb = n / static_cast<size_t>(rows->total_rows), next = 0;  // next: first chunk not yet read
+      for (auto [r0, r1] : rows->written_rows) {
+        size_t from = static_cast<size_t>(r0) * rb, to = std::min(n, static_cast<size_t>(r1) * rb);
+        for (size_t c = std::max(from / kHashChunk, next); c * kHashChunk < to; ++c) chunk(c), next = c + 1;
+      }
+      bo_chunks_kept_ += static_cast<long>(k) - read;
+    }
+    bo_chunks_hashed_ += read;
+    return combine_chunk_hashes(e.h.data(), k);
+  }
 
   // Reads back the outputs (zero-copy views for the reuse engine) and compares them. `nbos`
   // null: the no-reuse engine took the reuse engine's results (its output is the reuse
@@ -728,6 +770,13 @@ class Runner {
   // What is known of each reuse BO's device bytes: the hash of its first n bytes, kept from
   // the last write or hash of them (they change only by a host write or a dispatch).
   std::unordered_map<BoHandle, std::pair<size_t, uint64_t>> known_;
+  // Chunk hashes of reuse BOs' device bytes [0, n) (chunked_hash).
+  struct BoChunks {
+    size_t n = 0;
+    std::vector<uint64_t> h;
+  };
+  std::unordered_map<BoHandle, BoChunks> bo_chunks_;
+  long bo_chunks_hashed_ = 0, bo_chunks_kept_ = 0;
 };
 
 }  // namespace

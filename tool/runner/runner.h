@@ -22,6 +22,10 @@ struct RunStats {
   // from an earlier call because nothing wrote them since (chunk_hashes).
   long var_chunks_hashed = 0;
   long var_chunks_kept = 0;
+  // Likewise for the reuse BOs' device bytes after dispatch: chunks read, and chunks kept
+  // because the body wrote other rows of the slot only.
+  long bo_chunks_hashed = 0;
+  long bo_chunks_kept = 0;
 };
 
 struct RunOptions {
@@ -45,9 +49,10 @@ struct RunOptions {
   // known_probe).
   bool shadow_skip = true;
   // A var's host hash re-reads only the 64 KiB chunks written since it was last hashed
-  // (VarStore::hash): a KV cache is not re-hashed whole on every call. The trace and every
+  // (VarStore::hash): a KV cache is not re-hashed whole on every call; and a reuse BO's hash
+  // after a dispatch re-reads only the chunks of the rows the body wrote. The trace and every
   // report are byte-identical either way (tests/runner/var_hash_test.cpp); false hashes
-  // every var whole, every time.
+  // every var and BO whole, every time.
   bool chunk_hashes = true;
   RunStats* stats = nullptr;  // filled in when set
   // Called before each step and once at the end with (steps done, steps in all): the CLI's
