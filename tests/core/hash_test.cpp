@@ -108,6 +108,14 @@ TEST(Hash, UpToOneChunkIsPlainXxh3AndAboveIsTheHashOfTheChunkHashes) {
   for (size_t i = 0; i < k; ++i)
     h[i] = hash_chunk(buf.data() + i * kHashChunk, std::min(kHashChunk, n - i * kHashChunk));
   EXPECT_EQ(combine_chunk_hashes(h.data(), k), hash_bytes(buf.data(), n));
+  // The list of chunk hashes is hashed as one plain XXH3-64 however long: 10,000 chunk hashes
+  // (an array of 625 MiB) make an 80,000-byte list, longer than a chunk.
+  std::vector<uint64_t> many(10000);
+  for (size_t i = 0; i < many.size(); ++i) many[i] = 0x9e3779b97f4a7c15ull * (i + 1);
+  std::vector<uint8_t> le;
+  for (uint64_t v : many)
+    for (int b = 0; b < 8; ++b) le.push_back(static_cast<uint8_t>(v >> (8 * b)));
+  EXPECT_EQ(combine_chunk_hashes(many.data(), many.size()), XXH3_64bits(le.data(), le.size()));
   // The reference values docs/trace-format.md §8 gives writers.
   std::vector<uint8_t> zeros(size_t(1) << 20, 0);
   EXPECT_EQ(hash_hex(hash_bytes(zeros.data(), 65536)), "33b202d302b65caa");

@@ -112,7 +112,20 @@ bool set_hash_path(HashPath p) {
 }
 
 namespace {
-// Above one chunk: the chunks' hashes, then the hash of those (see hash.h).
+// The hash of k chunk hashes: their little-endian bytes (the array itself on the little-endian
+// hosts we build for) as one plain XXH3-64 however long the list (above 8192 chunks the list
+// is itself longer than a chunk).
+uint64_t combine(Fn fn, const uint64_t* chunk_hashes, size_t k) {
+  static_assert(sizeof(uint64_t) == 8, "u64");
+  const uint16_t probe = 1;
+  if (*reinterpret_cast<const uint8_t*>(&probe) == 1) return fn(chunk_hashes, k * 8);
+  std::vector<uint8_t> le(k * 8);
+  for (size_t i = 0; i < k; ++i)
+    for (size_t b = 0; b < 8; ++b) le[i * 8 + b] = static_cast<uint8_t>(chunk_hashes[i] >> (8 * b));
+  return fn(le.data(), le.size());
+}
+
+// Above one chunk: the chunks' hashes, then the hash of those (see hash.h), all on `fn`.
 uint64_t tree(Fn fn, const void* data, size_t n) {
   const auto* p = static_cast<const uint8_t*>(data);
   size_t k = hash_chunk_count(n);
@@ -124,19 +137,17 @@ uint64_t tree(Fn fn, const void* data, size_t n) {
     size_t off = i * kHashChunk;
     h[i] = fn(p + off, std::min(kHashChunk, n - off));
   }
-  return combine_chunk_hashes(h, k);
+  return combine(fn, h, k);
+}
+
+Fn current() {
+  static State& s = state();
+  return s.fn.load(std::memory_order_relaxed);
 }
 }  // namespace
 
 uint64_t combine_chunk_hashes(const uint64_t* chunk_hashes, size_t k) {
-  // Little-endian u64s, as the definition says (a memcpy on the little-endian hosts we build for).
-  static_assert(sizeof(uint64_t) == 8, "u64");
-  const uint16_t probe = 1;
-  if (*reinterpret_cast<const uint8_t*>(&probe) == 1) return hash_bytes(chunk_hashes, k * 8);
-  std::vector<uint8_t> le(k * 8);
-  for (size_t i = 0; i < k; ++i)
-    for (size_t b = 0; b < 8; ++b) le[i * 8 + b] = static_cast<uint8_t>(chunk_hashes[i] >> (8 * b));
-  return hash_bytes(le.data(), le.size());
+  return combine(current(), chunk_hashes, k);
 }
 
 uint64_t hash_bytes_on(HashPath p, const void* data, size_t n) {
@@ -144,15 +155,11 @@ uint64_t hash_bytes_on(HashPath p, const void* data, size_t n) {
 }
 
 uint64_t hash_bytes(const void* data, size_t n) {
-  static State& s = state();
-  Fn fn = s.fn.load(std::memory_order_relaxed);
+  Fn fn = current();
   return n <= kHashChunk ? fn(data, n) : tree(fn, data, n);
 }
 
-uint64_t hash_chunk(const void* data, size_t n) {
-  static State& s = state();
-  return s.fn.load(std::memory_order_relaxed)(data, n);
-}
+uint64_t hash_chunk(const void* data, size_t n) { return current()(data, n); }
 
 std::string hash_hex(uint64_t h) {
   char b[17];
