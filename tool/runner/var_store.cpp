@@ -102,10 +102,8 @@ uint64_t VarStore::hash(const std::string& name, const uint8_t* data, size_t n) 
     v.fresh.assign(v.chunk.size(), 0);
   }
   size_t first = (at - from) / kHashChunk, k = hash_chunk_count(n);
-  uint64_t stack[64];
-  std::vector<uint64_t> heap;
-  uint64_t* h = stack;
-  if (k > 64) heap.resize(k), h = heap.data();
+  std::vector<uint64_t>& h = region_chunks_;  // kept between calls: no allocation per hash
+  h.resize(k);
   for (size_t i = 0; i < k; ++i) {
     size_t len = std::min(kHashChunk, n - i * kHashChunk), c = first + i;
     size_t var_len = std::min(kHashChunk, v.base.size() - c * kHashChunk);
@@ -121,7 +119,7 @@ uint64_t VarStore::hash(const std::string& name, const uint8_t* data, size_t n) 
     }
     h[i] = v.chunk[c];
   }
-  return combine_chunk_hashes(h, k);
+  return combine_chunk_hashes(h.data(), k);
 }
 
 void VarStore::settle(Var& v, const std::vector<int64_t>& index) {

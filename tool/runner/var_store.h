@@ -79,6 +79,7 @@ class VarStore {
   Backend* backend_ = nullptr;
   bool chunk_hashes_ = true;
   long chunks_hashed_ = 0, chunks_kept_ = 0;
+  std::vector<uint64_t> region_chunks_;  // hash()'s chunk hashes of the region asked for
   size_t offset(const Var& v, const std::vector<int64_t>& index) const;
   size_t region_bytes(const Var& v, size_t depth) const;
   void settle(Var& v, const std::vector<int64_t>& index);
