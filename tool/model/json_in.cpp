@@ -10,74 +10,6 @@
 
 namespace bod {
 
-std::string json_kind(const json& j) {
-  switch (j.type()) {
-    case json::value_t::null:
-      return "null";
-    case json::value_t::object:
-      return "an object";
-    case json::value_t::array:
-      return "an array";
-    case json::value_t::string:
-      return "a string";
-    case json::value_t::boolean:
-      return "a boolean";
-    case json::value_t::number_integer:
-    case json::value_t::number_unsigned:
-    case json::value_t::number_float:
-      return "a number";
-    default:
-      return "a value";
-  }
-}
-
-namespace {
-// Appends c to out, escaped when it is a control character; returns false (and appends
-// nothing) when that would take out past `max`.
-bool put_escaped(std::string& out, unsigned char c, size_t max) {
-  char buf[8];
-  const char* e = nullptr;
-  switch (c) {
-    case '\n': e = "\\n"; break;
-    case '\t': e = "\\t"; break;
-    case '\r': e = "\\r"; break;
-    default:
-      if (c < 0x20 || c == 0x7f) {
-        std::snprintf(buf, sizeof buf, "\\x%02x", c);
-        e = buf;
-      }
-  }
-  size_t n = e ? std::strlen(e) : 1;
-  if (out.size() + n > max) return false;
-  if (e) out += e;
-  else out += static_cast<char>(c);
-  return true;
-}
-}  // namespace
-
-std::string excerpt(std::string_view s, size_t max) {
-  std::string out;
-  size_t room = max < 3 ? 0 : max - 3;  // what is kept when the text is cut, then "..."
-  size_t keep = 0, i = 0;
-  for (; i < s.size(); ++i) {
-    if (!put_escaped(out, static_cast<unsigned char>(s[i]), max)) break;
-    if (out.size() <= room) keep = out.size();
-  }
-  if (i == s.size()) return out;
-  out.resize(keep);
-  // Do not cut a UTF-8 sequence in two: drop an incomplete last sequence.
-  size_t lead = out.size();
-  while (lead > 0 && out.size() - lead < 4 &&
-         (static_cast<unsigned char>(out[lead - 1]) & 0xC0) == 0x80)
-    --lead;
-  if (lead > 0 && (static_cast<unsigned char>(out[lead - 1]) & 0xC0) == 0xC0) {
-    auto c = static_cast<unsigned char>(out[lead - 1]);
-    size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
-    if (out.size() - (lead - 1) < len) out.resize(lead - 1);
-  }
-  return out + "...";
-}
-
 Error safe_error(Error e) {
   std::string where;
   size_t b = 0;
@@ -93,46 +25,14 @@ Error safe_error(Error e) {
   return e;
 }
 
-std::string json_short(const json& j) {
-  // Containers are summarised by their first elements only: dump() of a big (or deep) value
-  // would build all of it just to cut it at 60 characters.
-  std::string s;
-  if (j.is_array() || j.is_object()) {
-    s = j.is_array() ? "[" : "{";
-    size_t n = 0;
-    for (auto it = j.begin(); it != j.end() && s.size() < 60; ++it, ++n) {
-      if (n) s += ",";
-      if (j.is_object()) s += json(it.key()).dump() + ":";
-      s += it->is_primitive() ? it->dump() : (it->is_array() ? "[...]" : "{...}");
-    }
-    s += j.is_array() ? "]" : "}";
-  } else {
-    s = j.dump(-1, ' ', false, json::error_handler_t::replace);
-  }
-  if (s.size() > 60) s = s.substr(0, 57) + "...";
-  return excerpt(s);
-}
-
 Error bad(const std::string& path, const std::string& what) {
   return Error{path, what};
 }
 
 Error expected(const std::string& path, const std::string& what, const json& found) {
-  return Error{path, "expected " + what + ", found " + json_kind(found) + " " + json_short(found)};
+  return Error{path, expected_text(what, found)};
 }
 
-std::string ptr_key(const std::string& k) {
-  std::string r;
-  for (char c : k) {
-    if (c == '~')
-      r += "~0";
-    else if (c == '/')
-      r += "~1";
-    else
-      r += c;
-  }
-  return r;
-}
 
 Result<std::string> get_string(const json& j, const std::string& path) {
   if (!j.is_string()) return expected(path, "a string", j);

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/json_text.h"
 #include "core/result.h"
 #include "model/expr.h"
 
@@ -15,22 +16,14 @@ using json = nlohmann::ordered_json;
 
 // Limits on hostile input (docs/model-format.md §13).
 constexpr size_t kMaxJsonDepth = 256;   // nesting of [ and { in model.json
-constexpr size_t kMaxExcerpt = 200;     // characters of input quoted in one error message
 
-// Input quoted in an error line, safe to print: control characters escaped (\n, \t, \r,
-// \x1b, ...) and capped at `max` characters ("..." marks a cut).
-std::string excerpt(std::string_view s, size_t max = kMaxExcerpt);
 // The same for a whole error: every segment of a JSON pointer `where` is excerpted, control
 // characters in `what` are escaped (its quoted parts are capped where they are quoted).
 Error safe_error(Error e);
 
-std::string json_kind(const json& j);   // "a string", "a number", ...
-std::string json_short(const json& j);  // the value, shortened for messages
 Error bad(const std::string& path, const std::string& what);
 Error expected(const std::string& path, const std::string& what, const json& found);
 
-// Escapes a key for use in a JSON pointer (~ and /).
-std::string ptr_key(const std::string& k);
 inline std::string at(const std::string& path, const std::string& key) {
   return path + "/" + ptr_key(key);
 }

@@ -1,0 +1,164 @@
+// The trace contract, once: every record of a trace line (header, call, slot, host array, BO,
+// access, probe, outputs, events) is a table of fields. A row names its JSON key, the
+// capability that gates it, whether it may be absent, the member it maps to (through a codec
+// that writes, reads and describes one JSON value), its limit and one line of documentation.
+// One generic writer and one generic reader walk the tables (key order = table order), and the
+// same tables print docs/trace.schema.json and the field reference in docs/trace-format.md
+// (trace_schema.h). Adding a trace fact is one row here, plus its producer and its consumer.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "trace/trace.h"
+#include "trace/trace_cursor.h"
+#include "trace/trace_io.h"
+
+namespace bod::trace_json {
+
+// What a field depends on: a capability the header declares, or measured times.
+enum class Gate : uint8_t { none, run, no_reuse, byte_diffs, access, probe, verify, timings };
+const char* gate_name(Gate g);  // "run", ... ("" for none)
+
+enum class Presence : uint8_t {
+  required,  // present whenever its gate is open
+  optional,  // may be absent (older traces, facts that are rare); absent reads as the default
+};
+
+struct WriteCtx {
+  const Capabilities& caps;
+  bool timings = false;
+};
+
+// The reader's state across the lines of one trace.
+struct ReadCtx {
+  explicit ReadCtx(const TraceLimits& l) : lim(l) {}
+  const TraceLimits& lim;
+  Trace t;
+  bool have_header = false;
+  std::map<std::string, size_t> kernels;  // name -> index in t.header.kernels
+  bool figures[2] = {false, false};       // per TraceEngine: a figures line was read
+  size_t end_line = 0;                    // line of the "end" event, 0 before it
+  int ref_hi = 0;  // the highest call number a call reference on this line may name
+};
+
+bool gate_open(Gate g, const Capabilities& caps, bool timings);
+
+template <class R>
+struct Field {
+  const char* key;
+  Gate gate;
+  Presence presence;
+  const char* want;  // what the value is, for "missing required field (expected WANT)"
+  const char* doc;
+  void (*write)(const R&, const WriteCtx&, ojson& value);
+  Status (*read)(Cursor&, const rjson& value, R&, ReadCtx&);  // the cursor is at the key
+  ojson (*schema)();
+  bool (*present)(const R&) = nullptr;  // written only when this is true (null: always)
+};
+
+template <class R>
+struct Record {
+  const char* name;  // the $defs name; for a line also its "type"
+  bool line;         // a line of its own, "type" first
+  const char* want;  // what an element that is not an object was expected to be
+  const char* doc;
+  std::vector<Field<R>> fields;
+  Status (*check)(Cursor&, const rjson&, R&, ReadCtx&) = nullptr;  // after the fields
+  std::vector<const char*> keys = {};  // "type" (lines), then the fields' keys: see keyed()
+
+  Record&& keyed() && {
+    if (line) keys.push_back("type");
+    for (auto& f : fields) keys.push_back(f.key);
+    return std::move(*this);
+  }
+};
+
+template <class R>
+ojson write_record(const Record<R>& rec, const R& r, const WriteCtx& w) {
+  ojson j = ojson::object();
+  if (rec.line) j["type"] = rec.name;
+  for (auto& f : rec.fields)
+    if (gate_open(f.gate, w.caps, w.timings) && (!f.present || f.present(r)))
+      f.write(r, w, j[f.key]);
+  return j;
+}
+
+// Unknown keys, then fields of capabilities the header does not declare, then every field in
+// table order; the record's own check last.
+template <class R>
+Status read_record(Cursor& c, const rjson& o, const Record<R>& rec, R& r, ReadCtx& st) {
+  BOD_CHECK(only_keys(c, o, rec.keys));
+  const Capabilities& caps = st.t.header.caps;
+  for (auto& f : rec.fields)
+    if (!gate_open(f.gate, caps, true))
+      if (const rjson* v = find(o, f.key)) {
+        auto in = c.in(f.key);
+        return c.err("found " + quote(*v) + ", but this field needs capability \"" +
+                     gate_name(f.gate) + "\", which the header does not declare");
+      }
+  for (auto& f : rec.fields) {
+    if (!gate_open(f.gate, caps, true)) continue;
+    auto in = c.in(f.key);
+    const rjson* v = find(o, f.key);
+    if (!v) {
+      if (f.presence == Presence::optional) continue;
+      return missing(c, f.want);
+    }
+    BOD_CHECK(f.read(c, *v, r, st));
+  }
+  if (rec.check) BOD_CHECK(rec.check(c, o, r, st));
+  return ok_status();
+}
+
+// The lines whose record is not a Trace type of its own.
+struct TokenLine : TokenStep {
+  TraceEngine engine = TraceEngine::reuse;
+};
+struct FiguresLine : EngineFigures {
+  TraceEngine engine = TraceEngine::reuse;
+};
+
+// The lines.
+const Record<TraceHeader>& header_record();
+const Record<TraceCall>& call_record();
+const Record<ViewRead>& view_read_record();
+const Record<TokenLine>& token_record();
+const Record<VerifyOutput>& verify_record();
+const Record<FiguresLine>& figures_record();
+const Record<Trace>& end_record();
+// The objects inside them.
+const Record<TraceHeader>& model_record();
+const Record<TraceHeader>& backend_record();
+const Record<Capabilities>& caps_record();
+const Record<KernelInfo>& kernel_record();
+const Record<KernelSlotInfo>& kernel_slot_record();
+const Record<TraceHeader>& header_verify_record();
+const Record<VerifySpec>& verify_spec_record();
+const Record<TraceCall>& labels_record();
+const Record<TraceSlot>& slot_record();
+const Record<HostArray>& host_record();
+const Record<Placement>& bo_record();
+const Record<BodyAccess>& access_record();
+const Record<ProbeResult>& probe_record();
+const Record<OutputMetrics>& output_record();
+const Record<FiguresLine>& seconds_record();
+
+// The tables without their types, for the schema and documentation printers.
+struct FieldInfo {
+  const char* key;
+  Gate gate;
+  Presence presence;
+  const char* doc;
+  ojson schema;
+};
+struct RecordInfo {
+  const char* name;
+  bool line;
+  const char* doc;
+  std::vector<FieldInfo> fields;
+};
+std::vector<RecordInfo> all_records();  // every record, lines first, in the order of the format
+ojson shared_defs();                    // the value types the records refer to ($defs)
+
+}  // namespace bod::trace_json
