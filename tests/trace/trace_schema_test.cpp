@@ -2,6 +2,8 @@
 // print, docs/trace-format.md lists exactly their fields, and every trace bo-doctor and its
 // writers produce (check --save-trace, record and record --shadow, the example writer)
 // validates against the schema with Debian's python3-jsonschema.
+#include "trace/trace_schema.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,7 +17,6 @@
 #include <vector>
 
 #include "support/scratch.h"
-#include "trace/trace_schema.h"
 
 namespace bod {
 namespace {
@@ -120,10 +121,9 @@ class TraceSchemaValidates : public testing::ScratchDirTest {
 
 // Every capability and event: probes, timings, view reads, verification, tokens.
 TEST_F(TraceSchemaValidates, CheckSaveTrace) {
-  std::vector<fs::path> t = {check("models/llama-tiny", "--probe"),
-                             check("models/qwen-tiny", "--timings"),
-                             check("bugs/capture_views_shared_pool", ""),
-                             check("bugs/key_missing_layer", "--probe=all")};
+  std::vector<fs::path> t = {
+      check("models/llama-tiny", "--probe"), check("models/qwen-tiny", "--timings"),
+      check("bugs/capture_views_shared_pool", ""), check("bugs/key_missing_layer", "--probe=all")};
   for (auto& e : fs::directory_iterator(kRoot / "tests/data/trace"))
     if (e.path().extension() == ".jsonl" && e.path().string().find("bad") == std::string::npos)
       t.push_back(e.path());
@@ -139,12 +139,16 @@ TEST_F(TraceSchemaValidates, RefusesBadLines) {
          R"("capabilities":{"run":true,"no_reuse":false,"byte_diffs":false,"access":false,)"
          R"("probe":false,"verify":false,"probes":true},"verify":{"top_k":5,"outputs":[]}})"
       << "\n"
-      << R"({"type":"end","no_reuse_extra_calls":-1})" << "\n"
-      << R"({"type":"token","engine":"noreuse","token":1,"topk":[]})" << "\n"
+      << R"({"type":"end","no_reuse_extra_calls":-1})"
+      << "\n"
+      << R"({"type":"token","engine":"noreuse","token":1,"topk":[]})"
+      << "\n"
       << R"({"type":"view_read","var":"v","reader":"r","read_call":0,"captured_call":1,"slot":0,)"
-         R"("overwritten_by":1})" << "\n"
+         R"("overwritten_by":1})"
+      << "\n"
       << R"({"type":"figures","engine":"reuse","calls":1,"h2d_bytes":1,"bo_writes":1,"seconds":)"
-         R"({"write":1,"dispatch":1,"read":"1"}})" << "\n";
+         R"({"write":1,"dispatch":1,"read":"1"}})"
+      << "\n";
   validate(dir_, {bad}, false);
 }
 

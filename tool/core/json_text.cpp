@@ -11,7 +11,11 @@ namespace {
 size_t utf8_len(std::string_view s, size_t i) {
   auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
   unsigned char c0 = b(i);
-  size_t n = c0 < 0x80 ? 1 : (c0 >> 5) == 0x6 ? 2 : (c0 >> 4) == 0xE ? 3 : (c0 >> 3) == 0x1E ? 4 : 0;
+  size_t n = c0 < 0x80           ? 1
+             : (c0 >> 5) == 0x6  ? 2
+             : (c0 >> 4) == 0xE  ? 3
+             : (c0 >> 3) == 0x1E ? 4
+                                 : 0;
   if (n == 0 || i + n > s.size()) return 0;
   for (size_t k = 1; k < n; ++k)
     if ((b(i + k) & 0xC0) != 0x80) return 0;

@@ -201,11 +201,11 @@ Status get_member(Cursor& c, const rjson& v, R& r, ReadCtx& st) {
   return ok_status();
 }
 
-// A member written and read by codec C.
+// A member written and read by codec C; written only when `present` says so (if given).
 template <class R, auto M, class C>
-Field<R> f(const char* key, const char* doc, Gate g = Gate::none,
-           Presence p = Presence::required) {
-  return {key, g, p, C::want, doc, &put_member<R, C, M>, &get_member<R, C, M>, &C::schema};
+Field<R> f(const char* key, const char* doc, Gate g = Gate::none, Presence p = Presence::required,
+           bool (*present)(const R&) = nullptr) {
+  return {key, g, p, C::want, doc, &put_member<R, C, M>, &get_member<R, C, M>, &C::schema, present};
 }
 
 // Two members as one [a, b] array of codec C (its pair_def names the array's schema); with
@@ -244,8 +244,8 @@ auto& part_of(R& r) {
 
 // A nested object of the record table Rec.
 template <class R, auto M, class S, const Record<S>& (*Rec)()>
-Field<R> obj(const char* key, const char* doc, Gate g = Gate::none,
-             Presence p = Presence::required, bool (*present)(const R&) = nullptr) {
+Field<R> obj(const char* key, const char* doc, Gate g = Gate::none, Presence p = Presence::required,
+             bool (*present)(const R&) = nullptr) {
   auto put = [](const R& r, const WriteCtx& w, ojson& v) {
     v = write_record(Rec(), static_cast<const S&>(part_of<M>(r)), w);
   };

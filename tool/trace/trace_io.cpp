@@ -161,8 +161,9 @@ Status read_token(Cursor& c, const rjson& o, ReadCtx& st) {
 Status read_verify(Cursor& c, const rjson& o, ReadCtx& st) {
   if (!st.t.header.caps.verify) {
     auto in = c.in("type");
-    return c.err("a \"verify\" line needs capability \"verify\", which the header does not "
-                 "declare");
+    return c.err(
+        "a \"verify\" line needs capability \"verify\", which the header does not "
+        "declare");
   }
   VerifyOutput v;
   BOD_CHECK(read_record(c, o, verify_record(), v, st));

@@ -57,20 +57,30 @@ Status unique_kernels(Cursor& c, const rjson&, TraceHeader& h, ReadCtx&);
 
 const Record<TraceHeader>& model_record() {
   using R = TraceHeader;
-  static const auto r = Record<R>{"model", false, "an object", "what ran", {
-      f<R, &R::model_name, Str>("name", "the model's name"),
-      f<R, &R::model_path, Str>("path", "the file call paths point into"),
-  }}.keyed();
+  static const auto r = Record<R>{
+      "model",
+      false,
+      "an object",
+      "what ran",
+      {
+          f<R, &R::model_name, Str>("name", "the model's name"),
+          f<R, &R::model_path, Str>("path", "the file call paths point into"),
+      }}.keyed();
   return r;
 }
 
 const Record<TraceHeader>& backend_record() {
   using R = TraceHeader;
-  static const auto r = Record<R>{"backend", false, "an object", "where it ran", {
-      f<R, &R::backend, Str>("name", "cpu, xrt, npu, or a recorder's device name"),
-      f<R, &R::host_emulated, Bool>("host_emulated", "kernels ran as host reference bodies"),
-      f<R, &R::npu_launched, Bool>("npu_launched", "kernels ran on an NPU"),
-  }}.keyed();
+  static const auto r = Record<R>{
+      "backend",
+      false,
+      "an object",
+      "where it ran",
+      {
+          f<R, &R::backend, Str>("name", "cpu, xrt, npu, or a recorder's device name"),
+          f<R, &R::host_emulated, Bool>("host_emulated", "kernels ran as host reference bodies"),
+          f<R, &R::npu_launched, Bool>("npu_launched", "kernels ran on an NPU"),
+      }}.keyed();
   return r;
 }
 
@@ -99,61 +109,85 @@ Status caps_need(Cursor& c, const rjson&, Capabilities& caps, ReadCtx&) {
 
 const Record<Capabilities>& caps_record() {
   using R = Capabilities;
-  static const auto r = Record<R>{"capabilities", false, "an object",
-      "what the trace carries beyond the calls' identities; no_reuse needs run, byte_diffs "
-      "needs no_reuse, probe needs run", {
-      f<R, &R::run, Bool>("run", "the reuse engine ran: placements, writes, BO hashes"),
-      f<R, &R::no_reuse, Bool>("no_reuse", "each call also ran on the no-reuse engine"),
-      f<R, &R::byte_diffs, Bool>("byte_diffs", "byte counts of slots that differ after dispatch"),
-      f<R, &R::access, Bool>("access", "per slot: read before written, overwritten, written"),
-      f<R, &R::probe, Bool>("probe", "canary probes of (some) slots"),
-      f<R, &R::verify, Bool>("verify", "end-to-end comparison of the two dataflows"),
-  }, &caps_need}.keyed();
+  static const auto r =
+      Record<R>{
+          "capabilities",
+          false,
+          "an object",
+          "what the trace carries beyond the calls' identities; no_reuse needs run, byte_diffs "
+          "needs no_reuse, probe needs run",
+          {
+              f<R, &R::run, Bool>("run", "the reuse engine ran: placements, writes, BO hashes"),
+              f<R, &R::no_reuse, Bool>("no_reuse", "each call also ran on the no-reuse engine"),
+              f<R, &R::byte_diffs, Bool>("byte_diffs",
+                                         "byte counts of slots that differ after dispatch"),
+              f<R, &R::access, Bool>("access",
+                                     "per slot: read before written, overwritten, written"),
+              f<R, &R::probe, Bool>("probe", "canary probes of (some) slots"),
+              f<R, &R::verify, Bool>("verify", "end-to-end comparison of the two dataflows"),
+          },
+          &caps_need}
+          .keyed();
   return r;
 }
 
 const Record<KernelSlotInfo>& kernel_slot_record() {
   using R = KernelSlotInfo;
-  static const auto r = Record<R>{"kernel_slot", false, "an object {\"name\", \"dtype\"}",
-      "one argument of a kernel", {
-      f<R, &R::name, Str>("name", "the slot's name"),
-      f<R, &R::dtype, Enum<DTypes>>("dtype", "its element type"),
-  }}.keyed();
+  static const auto r = Record<R>{
+      "kernel_slot",
+      false,
+      "an object {\"name\", \"dtype\"}",
+      "one argument of a kernel",
+      {
+          f<R, &R::name, Str>("name", "the slot's name"),
+          f<R, &R::dtype, Enum<DTypes>>("dtype", "its element type"),
+      }}.keyed();
   return r;
 }
 
 const Record<KernelInfo>& kernel_record() {
   using R = KernelInfo;
-  static const auto r = Record<R>{"kernel", false, "an object {\"name\", \"slots\", \"binary\"}",
-      "one kernel the calls name", {
-      f<R, &R::name, Str>("name", "unique in the header"),
-      list<R, &R::slots, KernelSlotInfo, kernel_slot_record, kernel_slots_limit>(
-          "slots", "its arguments, in order (at most TraceLimits::max_slots)"),
-      f<R, &R::binary, Str>("binary", "NPU binary path; empty when none"),
-  }}.keyed();
+  static const auto r = Record<R>{
+      "kernel",
+      false,
+      "an object {\"name\", \"slots\", \"binary\"}",
+      "one kernel the calls name",
+      {
+          f<R, &R::name, Str>("name", "unique in the header"),
+          list<R, &R::slots, KernelSlotInfo, kernel_slot_record, kernel_slots_limit>(
+              "slots", "its arguments, in order (at most TraceLimits::max_slots)"),
+          f<R, &R::binary, Str>("binary", "NPU binary path; empty when none"),
+      }}.keyed();
   return r;
 }
 
 const Record<VerifySpec>& verify_spec_record() {
   using R = VerifySpec;
-  static const auto r = Record<R>{"verify_spec", false,
+  static const auto r = Record<R>{
+      "verify_spec",
+      false,
       "an object {\"var\", \"min_cosine\", \"atol\", \"rtol\"}",
-      "tolerances of one end-to-end output", {
-      f<R, &R::var, Str>("var", "the output variable"),
-      f<R, &R::min_cosine, Num>("min_cosine", "lowest cosine that passes"),
-      f<R, &R::atol, Num>("atol", "absolute tolerance; negative: not checked"),
-      f<R, &R::rtol, Num>("rtol", "relative tolerance; negative: not checked"),
-  }}.keyed();
+      "tolerances of one end-to-end output",
+      {
+          f<R, &R::var, Str>("var", "the output variable"),
+          f<R, &R::min_cosine, Num>("min_cosine", "lowest cosine that passes"),
+          f<R, &R::atol, Num>("atol", "absolute tolerance; negative: not checked"),
+          f<R, &R::rtol, Num>("rtol", "relative tolerance; negative: not checked"),
+      }}.keyed();
   return r;
 }
 
 const Record<TraceHeader>& header_verify_record() {
   using R = TraceHeader;
-  static const auto r = Record<R>{"header_verify", false, "an object",
-      "how the end-to-end verification judges", {
-      f<R, &R::top_k, Int<0, INT_MAX>>("top_k", "greedy tokens are compared within the top k"),
-      list<R, &R::verify, VerifySpec, verify_spec_record>("outputs", "the outputs compared"),
-  }}.keyed();
+  static const auto r = Record<R>{
+      "header_verify",
+      false,
+      "an object",
+      "how the end-to-end verification judges",
+      {
+          f<R, &R::top_k, Int<0, INT_MAX>>("top_k", "greedy tokens are compared within the top k"),
+          list<R, &R::verify, VerifySpec, verify_spec_record>("outputs", "the outputs compared"),
+      }}.keyed();
   return r;
 }
 
@@ -180,21 +214,34 @@ const Record<TraceHeader>& header_record() {
   using R = TraceHeader;
   auto magic = [](const R&, const WriteCtx&, ojson& v) { v = "bo-doctor"; };
   auto version = [](const R&, const WriteCtx&, ojson& v) { v = kTraceVersion; };
-  static const auto r = Record<R>{"header", false, "an object", "line 1", {
-      {"trace", Gate::none, Presence::required, "\"bo-doctor\"", "always \"bo-doctor\"", magic,
-       no_read, [] { return ojson{{"const", "bo-doctor"}}; }},
-      {"version", Gate::none, Presence::required, "an integer",
-       "format version; readers refuse newer ones", version, no_read,
-       [] { return ojson{{"const", kTraceVersion}}; }},
-      f<R, &R::producer, Str>("producer", "what wrote the trace: \"bo-doctor 0.1.0 check\", ..."),
-      obj<R, nullptr, R, model_record>("model", "what ran"),
-      obj<R, nullptr, R, backend_record>("backend", "where it ran"),
-      obj<R, &R::caps, Capabilities, caps_record>("capabilities", "what the trace carries"),
-      list<R, &R::kernels, KernelInfo, kernel_record>("kernels", "kernel names are unique"),
-      obj<R, nullptr, R, header_verify_record>("verify", "the verification's tolerances"),
-  }, &unique_kernels}.keyed();
+  static const auto r =
+      Record<R>{
+          "header",
+          false,
+          "an object",
+          "line 1",
+          {
+              {"trace", Gate::none, Presence::required, "\"bo-doctor\"", "always \"bo-doctor\"",
+               magic, no_read,
+               [] {
+                 return ojson{{"const", "bo-doctor"}};
+               }},
+              {"version", Gate::none, Presence::required, "an integer",
+               "format version; readers refuse newer ones", version, no_read,
+               [] {
+                 return ojson{{"const", kTraceVersion}};
+               }},
+              f<R, &R::producer, Str>("producer",
+                                      "what wrote the trace: \"bo-doctor 0.1.0 check\", ..."),
+              obj<R, nullptr, R, model_record>("model", "what ran"),
+              obj<R, nullptr, R, backend_record>("backend", "where it ran"),
+              obj<R, &R::caps, Capabilities, caps_record>("capabilities", "what the trace carries"),
+              list<R, &R::kernels, KernelInfo, kernel_record>("kernels", "kernel names are unique"),
+              obj<R, nullptr, R, header_verify_record>("verify", "the verification's tolerances"),
+          },
+          &unique_kernels}
+          .keyed();
   return r;
 }
 
 }  // namespace bod::trace_json
-

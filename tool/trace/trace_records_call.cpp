@@ -124,150 +124,191 @@ bool rewritten(const BodyAccess& a) {
 
 const Record<TraceCall>& labels_record() {
   using R = TraceCall;
-  static const auto r = Record<R>{"labels", false, "an object",
-      "where the call sits in the program", {
-      f<R, &R::phase, Str>("phase", "prefill, decode, ...; empty when unknown"),
-      f<R, &R::token, Int<-1>>("token", "token index; -1 when unknown"),
-      f<R, &R::layer, Int<-1>>("layer", "layer index; -1 when unknown"),
-  }}.keyed();
+  static const auto r = Record<R>{
+      "labels",
+      false,
+      "an object",
+      "where the call sits in the program",
+      {
+          f<R, &R::phase, Str>("phase", "prefill, decode, ...; empty when unknown"),
+          f<R, &R::token, Int<-1>>("token", "token index; -1 when unknown"),
+          f<R, &R::layer, Int<-1>>("layer", "layer index; -1 when unknown"),
+      }}.keyed();
   return r;
 }
 
 const Record<HostArray>& host_record() {
   using R = HostArray;
-  static const auto r = Record<R>{"host", false, "an object",
-      "the host array the caller passed", {
-      f<R, &R::shape, Ints<int64_t, 0, LLONG_MAX>>("shape", "its shape"),
-      f<R, &R::dtype, Enum<DTypes>>("dtype", "its element type"),
-      f<R, &R::bytes, Count>("bytes", "its size in bytes"),
-      f<R, &R::hash, Hash>("hash", "hash of the bytes the reuse engine was given"),
-      f<R, &R::source, Enum<Sources>>("source", "where it came from"),
-      f<R, &R::name, Str>("name", "the binding as written: \"wq[2]\", \"x\", \"zeros\""),
-      {"view_of_call", Gate::none, Presence::required, "an integer",
-       "source view: the call whose BO it points into; otherwise 0", put_view_of, get_view_of,
-       &CallRef<0>::schema},
-  }}.keyed();
+  static const auto r = Record<R>{
+      "host",
+      false,
+      "an object",
+      "the host array the caller passed",
+      {
+          f<R, &R::shape, Ints<int64_t, 0, LLONG_MAX>>("shape", "its shape"),
+          f<R, &R::dtype, Enum<DTypes>>("dtype", "its element type"),
+          f<R, &R::bytes, Count>("bytes", "its size in bytes"),
+          f<R, &R::hash, Hash>("hash", "hash of the bytes the reuse engine was given"),
+          f<R, &R::source, Enum<Sources>>("source", "where it came from"),
+          f<R, &R::name, Str>("name", "the binding as written: \"wq[2]\", \"x\", \"zeros\""),
+          {"view_of_call", Gate::none, Presence::required, "an integer",
+           "source view: the call whose BO it points into; otherwise 0", put_view_of, get_view_of,
+           &CallRef<0>::schema},
+      }}.keyed();
   return r;
 }
 
 const Record<Placement>& bo_record() {
   using R = Placement;
-  static const auto r = Record<R>{"bo", false, "an object",
-      "the BO the reuse engine puts the slot in", {
-      f<R, &R::ns, Str>("ns", "cache instance; empty when the engine has one"),
-      f<R, &R::pool, Enum<Pools>>("pool", "the table that owns the BO"),
-      f<R, &R::name, Str>("name", "key, unbound: the bo_key; shared: the kernel; alias: the pool"),
-      f<R, &R::index, I32>("index", "key, shared, unbound: slot index; alias: -1"),
-      f<R, &R::bytes, Count>("bytes", "the BO's size, set by the key's first call"),
-      f<R, &R::first_call, CallRef<1>>("first_call", "first call that used this BO"),
-  }}.keyed();
+  static const auto r = Record<R>{
+      "bo",
+      false,
+      "an object",
+      "the BO the reuse engine puts the slot in",
+      {
+          f<R, &R::ns, Str>("ns", "cache instance; empty when the engine has one"),
+          f<R, &R::pool, Enum<Pools>>("pool", "the table that owns the BO"),
+          f<R, &R::name, Str>("name",
+                              "key, unbound: the bo_key; shared: the kernel; alias: the pool"),
+          f<R, &R::index, I32>("index", "key, shared, unbound: slot index; alias: -1"),
+          f<R, &R::bytes, Count>("bytes", "the BO's size, set by the key's first call"),
+          f<R, &R::first_call, CallRef<1>>("first_call", "first call that used this BO"),
+      }}.keyed();
   return r;
 }
 
 const Record<BodyAccess>& access_record() {
   using R = BodyAccess;
-  static const auto r = Record<R>{"access", false, "an object",
-      "the kernel's access to the slot", {
-      f<R, &R::reads_before_write, Bool>("reads_before_write",
-                                         "some op reads it before it is fully written"),
-      f<R, &R::overwritten, Bool>("overwritten", "fully written before any read"),
-      f<R, &R::written, Bool>("written", "written at all"),
-      [] {
-        auto fl = f<R, &R::rewritten_before_read, Bool>(
-            "rewritten_before_read",
-            "every byte the kernel writes it writes before reading it; optional, default false",
-            Gate::none, Presence::optional);
-        fl.present = rewritten;
-        return fl;
-      }(),
-  }}.keyed();
+  static const auto r = Record<R>{
+      "access",
+      false,
+      "an object",
+      "the kernel's access to the slot",
+      {
+          f<R, &R::reads_before_write, Bool>("reads_before_write",
+                                             "some op reads it before it is fully written"),
+          f<R, &R::overwritten, Bool>("overwritten", "fully written before any read"),
+          f<R, &R::written, Bool>("written", "written at all"),
+          f<R, &R::rewritten_before_read, Bool>(
+              "rewritten_before_read",
+              "every byte the kernel writes it writes before reading it; written only when true",
+              Gate::none, Presence::optional, rewritten),
+      }}.keyed();
   return r;
 }
 
 const Record<ProbeResult>& probe_record() {
   using R = ProbeResult;
-  static const auto r = Record<R>{"probe", false, "an object", "a canary run of the slot", {
-      f<R, &R::read, Bool>("read", "a canary in this slot changed the outputs"),
-      f<R, &R::unwritten_bytes, Count>("unwritten_bytes", "bytes that kept the canary"),
-  }, &mark_probed}.keyed();
+  static const auto r =
+      Record<R>{
+          "probe",
+          false,
+          "an object",
+          "a canary run of the slot",
+          {
+              f<R, &R::read, Bool>("read", "a canary in this slot changed the outputs"),
+              f<R, &R::unwritten_bytes, Count>("unwritten_bytes", "bytes that kept the canary"),
+          },
+          &mark_probed}
+          .keyed();
   return r;
 }
 
 const Record<TraceSlot>& slot_record() {
   using R = TraceSlot;
-  static const auto r = Record<R>{"slot", false, "an object (a slot)",
+  static const auto r = Record<R>{
+      "slot",
+      false,
+      "an object (a slot)",
       "one kernel slot; capability fields are present exactly when the header declares the "
-      "capability (checked by the reader)", {
-      f<R, &R::role, Enum<Roles>>("role", "as the call declared it"),
-      f<R, &R::output, Bool>("output", "an output slot of the call"),
-      obj<R, &R::host, HostArray, host_record>("host", "the host array"),
-      obj<R, &R::place, Placement, bo_record>("bo", "its BO in the reuse engine"),
-      obj<R, &R::access, BodyAccess, access_record>("access", "the kernel's access",
-                                                    Gate::access),
-      f<R, &R::bo_bytes, Count>("bo_bytes", "the BO's size", kRun),
-      f<R, &R::written, Bool>("written", "host write and sync happened this call", kRun),
-      f<R, &R::written_bytes, Count>("written_bytes", "bytes written", kRun),
-      f<R, &R::written_hash, Hash>("written_hash", "hash of the bytes written; 0 when none",
-                                   kRun),
-      f2<R, &R::reuse_pre, &R::reuse_post, Hash>("reuse", "reuse BO [before, after] dispatch",
-                                                  kRun),
-      f2<R, &R::noreuse_pre, &R::noreuse_post, Hash>(
-          "no_reuse", "no-reuse BO [before, after] dispatch", kNoReuse),
-      f2<R, &R::diff_bytes, &R::stale_diff_bytes, Count>(
-          "diff", "[bytes that differ after dispatch, of which stale]", Gate::byte_diffs),
-      obj<R, &R::probe, ProbeResult, probe_record>("probe", "only on probed slots", Gate::probe,
-                                                   Presence::optional, probed),
-  }}.keyed();
+      "capability (checked by the reader)",
+      {
+          f<R, &R::role, Enum<Roles>>("role", "as the call declared it"),
+          f<R, &R::output, Bool>("output", "an output slot of the call"),
+          obj<R, &R::host, HostArray, host_record>("host", "the host array"),
+          obj<R, &R::place, Placement, bo_record>("bo", "its BO in the reuse engine"),
+          obj<R, &R::access, BodyAccess, access_record>("access", "the kernel's access",
+                                                        Gate::access),
+          f<R, &R::bo_bytes, Count>("bo_bytes", "the BO's size", kRun),
+          f<R, &R::written, Bool>("written", "host write and sync happened this call", kRun),
+          f<R, &R::written_bytes, Count>("written_bytes", "bytes written", kRun),
+          f<R, &R::written_hash, Hash>("written_hash", "hash of the bytes written; 0 when none",
+                                       kRun),
+          f2<R, &R::reuse_pre, &R::reuse_post, Hash>("reuse", "reuse BO [before, after] dispatch",
+                                                     kRun),
+          f2<R, &R::noreuse_pre, &R::noreuse_post, Hash>(
+              "no_reuse", "no-reuse BO [before, after] dispatch", kNoReuse),
+          f2<R, &R::diff_bytes, &R::stale_diff_bytes, Count>(
+              "diff", "[bytes that differ after dispatch, of which stale]", Gate::byte_diffs),
+          obj<R, &R::probe, ProbeResult, probe_record>("probe", "only on probed slots", Gate::probe,
+                                                       Presence::optional, probed),
+      }}.keyed();
   return r;
 }
 
 const Record<OutputMetrics>& output_record() {
   using R = OutputMetrics;
-  static const auto r = Record<R>{"output", false, "an object (an output comparison)",
-      "one output slot compared between the engines", {
-      f<R, &R::slot, I32>("slot", "the output slot"),
-      f<R, &R::bit_exact, Bool>("bit_exact", "the engines' bytes are equal"),
-      f<R, &R::cosine, Num>("cosine", "cosine similarity, reuse vs no-reuse"),
-      f<R, &R::max_abs, Num>("max_abs", "largest absolute difference"),
-      f<R, &R::max_rel, Num>("max_rel", "largest relative difference"),
-      f2<R, &R::nan_reuse, &R::nan_noreuse, Count>("nan", "NaN elements [reuse, no-reuse]"),
-      f2<R, &R::inf_reuse, &R::inf_noreuse, Count>("inf", "infinite elements [reuse, no-reuse]"),
-      f<R, &R::elements, Int<0>>("elements", "elements compared"),
-  }}.keyed();
+  static const auto r = Record<R>{
+      "output",
+      false,
+      "an object (an output comparison)",
+      "one output slot compared between the engines",
+      {
+          f<R, &R::slot, I32>("slot", "the output slot"),
+          f<R, &R::bit_exact, Bool>("bit_exact", "the engines' bytes are equal"),
+          f<R, &R::cosine, Num>("cosine", "cosine similarity, reuse vs no-reuse"),
+          f<R, &R::max_abs, Num>("max_abs", "largest absolute difference"),
+          f<R, &R::max_rel, Num>("max_rel", "largest relative difference"),
+          f2<R, &R::nan_reuse, &R::nan_noreuse, Count>("nan", "NaN elements [reuse, no-reuse]"),
+          f2<R, &R::inf_reuse, &R::inf_noreuse, Count>("inf",
+                                                       "infinite elements [reuse, no-reuse]"),
+          f<R, &R::elements, Int<0>>("elements", "elements compared"),
+      }}.keyed();
   return r;
 }
 
 const Record<TraceCall>& call_record() {
   using R = TraceCall;
-  static const auto r = Record<R>{"call", true, "an object",
-      "one kernel call; run and no_reuse fields as the header's capabilities say", {
-      {"n", Gate::none, Presence::required, "an integer", "1, 2, 3, ... consecutive", put_n, get_n,
-       [] { return ojson{{"type", "integer"}, {"minimum", 1}}; }},
-      f<R, &R::ns, Str>("ns", "cache instance"),
-      {"kernel", Gate::none, Presence::required, "a string", "a kernel of the header",
-       &put_member<R, Str, &R::kernel>, get_kernel, &Str::schema},
-      f<R, &R::bo_key, Str>("bo_key", "the key the engine keeps the call's BOs under"),
-      f<R, &R::bo_key_template, Str>("bo_key_template", "the key as written, before formatting"),
-      f<R, &R::statics, SlotIndices>("static", "static_input_indices as declared"),
-      f<R, &R::inters, SlotIndices>("intermediate", "intermediate_indices as declared"),
-      f<R, &R::outputs, SlotIndices>("output", "output slots as declared"),
-      f<R, &R::shared_nonstatic, Bool>("shared_nonstatic", "non-static slots share pools"),
-      f<R, &R::alias, Alias>("alias", "slot index (decimal string) -> alias pool"),
-      obj<R, nullptr, R, labels_record>("labels", "phase, token, layer"),
-      f<R, &R::path, Str>("path", "source location: a JSON pointer or file:line"),
-      f<R, &R::key_first_call, CallRef<1>>("key_first_call",
-                                           "first call of this bo_key in this namespace"),
-      list<R, &R::slots, TraceSlot, slot_record, call_slots_count>(
-          "slots", "exactly as many as the kernel has"),
-      f<R, &R::failed, Bool>("failed", "the reuse engine raised instead of running", kRun),
-      f<R, &R::error, Str>("error", "what it raised", kRun),
-      f2<R, &R::h2d_reuse, &R::h2d_noreuse, Count, true>(
-          "h2d", "host-to-device bytes [reuse, no-reuse]; second 0 without no_reuse", kRun),
-      f2<R, &R::writes_reuse, &R::writes_noreuse, Count32, true>(
-          "writes", "BO writes [reuse, no-reuse]; second 0 without no_reuse", kRun),
-      list<R, &R::outputs_cmp, OutputMetrics, output_record>("outputs", "output comparisons",
-                                                             kNoReuse),
-  }, &name_slots}.keyed();
+  static const auto r =
+      Record<R>{
+          "call",
+          true,
+          "an object",
+          "one kernel call; run and no_reuse fields as the header's capabilities say",
+          {
+              {"n", Gate::none, Presence::required, "an integer", "1, 2, 3, ... consecutive", put_n,
+               get_n,
+               [] {
+                 return ojson{{"type", "integer"}, {"minimum", 1}};
+               }},
+              f<R, &R::ns, Str>("ns", "cache instance"),
+              {"kernel", Gate::none, Presence::required, "a string", "a kernel of the header",
+               &put_member<R, Str, &R::kernel>, get_kernel, &Str::schema},
+              f<R, &R::bo_key, Str>("bo_key", "the key the engine keeps the call's BOs under"),
+              f<R, &R::bo_key_template, Str>("bo_key_template",
+                                             "the key as written, before formatting"),
+              f<R, &R::statics, SlotIndices>("static", "static_input_indices as declared"),
+              f<R, &R::inters, SlotIndices>("intermediate", "intermediate_indices as declared"),
+              f<R, &R::outputs, SlotIndices>("output", "output slots as declared"),
+              f<R, &R::shared_nonstatic, Bool>("shared_nonstatic", "non-static slots share pools"),
+              f<R, &R::alias, Alias>("alias", "slot index (decimal string) -> alias pool"),
+              obj<R, nullptr, R, labels_record>("labels", "phase, token, layer"),
+              f<R, &R::path, Str>("path", "source location: a JSON pointer or file:line"),
+              f<R, &R::key_first_call, CallRef<1>>("key_first_call",
+                                                   "first call of this bo_key in this namespace"),
+              list<R, &R::slots, TraceSlot, slot_record, call_slots_count>(
+                  "slots", "exactly as many as the kernel has"),
+              f<R, &R::failed, Bool>("failed", "the reuse engine raised instead of running", kRun),
+              f<R, &R::error, Str>("error", "what it raised", kRun),
+              f2<R, &R::h2d_reuse, &R::h2d_noreuse, Count, true>(
+                  "h2d", "host-to-device bytes [reuse, no-reuse]; second 0 without no_reuse", kRun),
+              f2<R, &R::writes_reuse, &R::writes_noreuse, Count32, true>(
+                  "writes", "BO writes [reuse, no-reuse]; second 0 without no_reuse", kRun),
+              list<R, &R::outputs_cmp, OutputMetrics, output_record>(
+                  "outputs", "output comparisons", kNoReuse),
+          },
+          &name_slots}
+          .keyed();
   return r;
 }
 
