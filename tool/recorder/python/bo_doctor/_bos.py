@@ -12,7 +12,7 @@ import sys
 import numpy as np
 
 from ._hashing import NO_HASH, array_hash, hex_digest
-from ._records import ViewRead
+from ._records import ViewRead, ViewReadRecord
 
 MAX_VIEWS = 4096  # the most recent views are the ones a caller can still hold
 
@@ -69,7 +69,7 @@ class BoTable:
         return None
 
     def stale_reads(self, n, kernel, inputs, hosts):
-        """The view_read events of call n: an argument that is a whole view whose bytes differ
+        """The view_read records of call n: an argument that is a whole view whose bytes differ
         from what the call that returned it handed back."""
         events = []
         for i, h in enumerate(hosts):
@@ -81,10 +81,10 @@ class BoTable:
                 if not (start <= p < end):
                     continue
                 if p == start and arr.nbytes == end - start and h.hash != digest:
-                    events.append(ViewRead(
+                    events.append(ViewReadRecord(ViewRead(
                         var="arg%d" % i, reader="call %d (%s)" % (n, kernel), read_call=n,
                         captured_call=call, slot=slot,
-                        overwritten_by=self.changed.get(bo, call), by_host_write=False))
+                        overwritten_by=self.changed.get(bo, call), by_host_write=False)))
                 break
         return events
 

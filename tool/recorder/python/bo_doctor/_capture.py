@@ -8,6 +8,7 @@ lock. Nothing here writes to an argument, a BO or the cache: arrays and BO mappi
 (hashed), and BOs are synced from the device only where no caller holds a view (_bos.py).
 """
 import inspect
+import operator
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,7 +55,19 @@ class Arguments:
     shared_nonstatic: bool
 
 
+def slot_index(i):
+    """A slot index as an int when it is an integer of any kind (numpy's too: the engine's set
+    lookups treat np.int64(1) as 1); anything else as given."""
+    if isinstance(i, bool):
+        return i
+    try:
+        return operator.index(i)
+    except TypeError:
+        return i
+
+
 def bind(sig, var_pos, cache, args, kwargs):
+    """The call's Arguments; raises TypeError when the method does not take them."""
     bound = sig.bind(cache, *args, **kwargs)
     bound.apply_defaults()
     a = bound.arguments
@@ -62,10 +75,12 @@ def bind(sig, var_pos, cache, args, kwargs):
     inputs = list(a[var_pos])
     outs = a.get("output_indices")
     return Arguments(bound, name, inputs, a.get("bo_key") or name,
-                     set(a.get("static_input_indices") or []),
-                     set(a.get("intermediate_indices") or []),
-                     sorted(set(outs)) if outs is not None else [len(inputs) - 1],
-                     dict(a.get("shared_alias") or {}), bool(a.get("shared_nonstatic")))
+                     {slot_index(i) for i in a.get("static_input_indices") or []},
+                     {slot_index(i) for i in a.get("intermediate_indices") or []},
+                     sorted({slot_index(i) for i in outs}) if outs is not None
+                     else [len(inputs) - 1],
+                     {slot_index(k): v for k, v in (a.get("shared_alias") or {}).items()},
+                     bool(a.get("shared_nonstatic")))
 
 
 class CallCapture:

@@ -3,9 +3,10 @@
 Every line the recorder appends to its spool is one of the `*Record` classes below; `line()`
 turns it into one line of compact JSON. Fields are declared in the order the trace format
 (docs/trace-format.md §4-§7) lists them, which is the order they are written in, so the trace
-that `bo-doctor record` assembles from the spool diffs well against bo-doctor's own. Extensions
-(`x`) come after the format's fields of the same object. A field holding OMIT is left out: the
-shadow run's fields (`outputs`, `no_reuse`) are present only when the header says `shadow`.
+that `bo-doctor record` assembles from the spool diffs well against bo-doctor's own. One
+exception, kept so the spool stays as it was: a call line's `x` comes before `outputs`, which
+the shadow run adds. A field holding OMIT is left out: the shadow run's fields (`outputs`,
+`no_reuse`) are present only when the header says `shadow`.
 
 Spool line kinds (tool/trace/spool.cpp reads them): `header` (once, first), `kernel` (a kernel
 table entry, when a kernel first appears), `call` (a call line of the trace, under "call"),
@@ -15,6 +16,7 @@ This module only describes and serializes; it reads nothing of the program.
 """
 import json
 import math
+import operator
 from dataclasses import dataclass, field, fields
 from typing import List
 
@@ -49,7 +51,7 @@ class Host:
     source: str          # "tensor", "var", "view" or "placeholder"
     name: str
     view_of_call: int
-    x: HostX
+    x: object = OMIT     # HostX
 
 
 @dataclass
@@ -127,7 +129,7 @@ class Call:
     error: str
     h2d: List[int]       # [real call, shadow run]
     writes: List[int]    # [real call, shadow run]
-    x: CallX
+    x: object = OMIT     # CallX
     outputs: object = OMIT  # List[Output] with a shadow run
 
 
@@ -202,7 +204,7 @@ def _names(cls):
 
 def plain(v):
     """A record as JSON-ready values: dataclasses become dicts in field order (OMIT fields
-    left out), tuples lists, non-finite floats the strings "nan", "inf", "-inf" (§2 *num*)."""
+    left out), tuples lists, integers of any kind ints, non-finite floats the strings "nan", "inf", "-inf" (§2 *num*)."""
     t = type(v)
     if t is str or t is int or t is bool or v is None:
         return v
@@ -224,8 +226,8 @@ def plain(v):
         return "nan" if v != v else ("inf" if v > 0 else "-inf")
     if isinstance(v, str):  # as json.dumps writes str and int subclasses
         return str.__str__(v)
-    if isinstance(v, int):
-        return int(v)
+    if isinstance(v, int) or hasattr(t, "__index__"):  # numpy integers too
+        return int(operator.index(v))
     raise TypeError("a spool record holds a %s, which the trace format has no type for" % t.__name__)
 
 
