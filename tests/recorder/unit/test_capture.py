@@ -74,7 +74,11 @@ class Capture(support.RecorderTest):
         zeros_static = np.zeros(16, np.float32)  # 64 bytes of zeros at its key's first call
         c.load_and_run("axpy", {}, support.f32(1, 1), zeros_static, support.f32(0, 0),
                        np.zeros(2, np.float32), static_input_indices=[1], bo_key="k3")
-        one, empty, bcast, zero_w = self.calls()
+        # The same zeros at a later call of the key: not uploaded, not a placeholder.
+        c.load_and_run("axpy", {}, support.f32(1, 1), zeros_static, support.f32(0, 0),
+                       np.zeros(2, np.float32), static_input_indices=[1], bo_key="k3")
+        one, empty, bcast, zero_w, zero_later = self.calls()
+        self.assertEqual(zero_later["slots"][1]["host"]["source"], "tensor")
         self.assertEqual(one["slots"][1]["host"]["source"], "tensor")  # 8 bytes: too small
         h = empty["slots"][1]["host"]
         self.assertEqual((h["source"], h["bytes"], h["shape"], h["hash"]),
@@ -118,6 +122,25 @@ class Capture(support.RecorderTest):
                                        "by_host_write": False})
         kinds = [l["kind"] for l in self.lines()]
         self.assertEqual(kinds, ["header", "kernel", "call", "view_read", "call"])
+
+    def test_a_bo_the_program_holds_a_view_of_is_never_synced(self):
+        # The program keeps call 1's output view y1; call 2 runs the key again with that slot
+        # intermediate and not read back. Recording must leave y1 showing what it shows
+        # without a recorder (a FROM_DEVICE sync for a hash would refresh it).
+        def program(cls):
+            c = cls(cache_dir=self.dir + "/k_" + cls.__name__ + str(id(cls)))
+            c.register("scale", lambda a: a.get(1, (2,)).__setitem__(
+                Ellipsis, 2 * a.get(0, (2,))), 2)
+            _, y1 = c.load_and_run("scale", {}, support.f32(1, 2), np.zeros(2, np.float32),
+                                   bo_key="a")
+            c.load_and_run("scale", {}, support.f32(5, 6), np.zeros(2, np.float32), bo_key="a",
+                           intermediate_indices=[1], output_indices=[0])
+            return list(y1)
+
+        self.assertEqual(program(self.KernelCache), [2, 4])  # the engine's own behaviour
+        self.assertEqual(program(self.wrapped), [2, 4])
+        later = self.calls()[1]["slots"][1]
+        self.assertEqual(later["reuse"][1], later["reuse"][0])  # hashed as the mapping shows
 
     def test_numpy_integer_indices(self):
         c = self.cache()

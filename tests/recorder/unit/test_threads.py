@@ -1,4 +1,5 @@
 """Two threads calling a recorded load_and_run at once (docs/recording.md, Threads)."""
+import sys
 import threading
 import time
 import unittest
@@ -11,6 +12,15 @@ from bo_doctor._hashing import array_hash
 
 
 class Threads(support.RecorderTest):
+    def setUp(self):
+        super().setUp()
+        self.interval = sys.getswitchinterval()
+        sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can
+
+    def tearDown(self):
+        sys.setswitchinterval(self.interval)
+        super().tearDown()
+
     def test_concurrent_calls_get_consistent_records(self):
         per_thread, n_threads = 25, 2
         caches = [self.cache() for _ in range(n_threads)]
@@ -67,6 +77,34 @@ class Threads(support.RecorderTest):
         order = [int(c["labels"]["phase"][1:]) for c in calls]
         switches = sum(a != b for a, b in zip(order, order[1:]))
         self.assertGreater(switches, 2, "the threads' calls did not interleave: %s" % order)
+
+    def test_describing_a_call_takes_the_lock_and_the_engine_does_not(self):
+        cache = self.cache()
+        entered = threading.Event()
+        held_in_engine = []
+
+        def probe(a):
+            entered.set()
+            got = self.rec.lock.acquire(timeout=5)  # from another thread: free while in here
+            held_in_engine.append(got)
+            if got:
+                self.rec.lock.release()
+            a.get(1, a[0].shape)[...] = a.get(0, a[0].shape)
+
+        cache.register("probe", probe, 2)
+
+        def call():
+            cache.load_and_run("probe", {}, support.f32(1), np.zeros(1, np.float32))
+
+        with self.rec.lock:
+            t = threading.Thread(target=call)
+            t.start()
+            # The call waits for the lock before it is numbered and before the engine runs.
+            self.assertFalse(entered.wait(0.3))
+            self.assertEqual(self.rec.n, 0)
+        t.join(10)
+        self.assertTrue(entered.is_set())
+        self.assertEqual(held_in_engine, [True])
 
     def test_a_call_that_ends_first_waits_for_the_earlier_number(self):
         a_in_engine, b_done = threading.Event(), threading.Event()
