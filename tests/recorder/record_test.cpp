@@ -232,10 +232,10 @@ TEST_F(Record, RecorderHashesAsBoDoctorDoes) {
   fs::path py = dir_ / "hashes.py";
   std::ofstream(py) << "import sys\n"
                        "sys.path.insert(0, '" BOD_SOURCE_DIR "/tool/recorder/python')\n"
-                       "from bo_doctor import _record\n"
+                       "from bo_doctor import _hashing\n"
                        "for n in [" << list << "]:\n"
                        "    b = bytes((i * 2654435761 >> 13) & 255 for i in range(n))\n"
-                       "    print(_record._hex(b))\n";
+                       "    print(_hashing.hex_digest(b))\n";
   Proc r = run(std::string(kPython) + " " + py.string());
   ASSERT_EQ(r.code, 0) << r.err;
   std::istringstream lines(r.out);

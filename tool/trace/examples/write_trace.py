@@ -10,11 +10,16 @@ kernels. Both layers use one bo_key per kernel, and `mul` declares the weights s
 1 runs with layer 0's weights still in the BO: the reuse bug bo-doctor's checks find in this
 trace. Capabilities: "run" only (no no-reuse engine, no access analysis).
 
+Each line is a dataclass whose fields are the format's keys in its order; `plain` turns one
+into the dict json.dumps writes.
+
 Standard library plus the xxhash module (Debian: python3-xxhash); exits 77 without it.
 """
 import json
 import sys
 from array import array
+from dataclasses import dataclass, field, fields
+from typing import List
 
 try:
     import xxhash
@@ -25,6 +30,152 @@ except ImportError:
 N = 4  # elements per array (f32)
 KERNELS = {"mul": ["x", "w", "out"], "add": ["x", "y", "out"]}
 STATIC = {"mul": [1], "add": []}
+
+
+# --- the trace's lines, fields in the order docs/trace-format.md lists them -----------------
+
+@dataclass
+class Model:
+    name: str
+    path: str
+
+
+@dataclass
+class Backend:
+    name: str
+    host_emulated: bool
+    npu_launched: bool
+
+
+@dataclass
+class Capabilities:
+    run: bool
+    no_reuse: bool = False
+    byte_diffs: bool = False
+    access: bool = False
+    probe: bool = False
+    verify: bool = False
+
+
+@dataclass
+class KernelSlot:
+    name: str
+    dtype: str
+
+
+@dataclass
+class Kernel:
+    name: str
+    slots: List[KernelSlot]
+    binary: str
+
+
+@dataclass
+class Verify:
+    top_k: int
+    outputs: list
+
+
+@dataclass
+class Header:  # §4
+    trace: str = field(default="bo-doctor", init=False)
+    version: int = field(default=1, init=False)
+    producer: str
+    model: Model
+    backend: Backend
+    capabilities: Capabilities
+    kernels: List[Kernel]
+    verify: Verify
+
+
+@dataclass
+class Host:  # §6 host
+    shape: List[int]
+    dtype: str
+    bytes: int
+    hash: str
+    source: str
+    name: str
+    view_of_call: int
+
+
+@dataclass
+class Bo:  # §6 bo
+    ns: str
+    pool: str
+    name: str
+    index: int
+    bytes: int
+    first_call: int
+
+
+@dataclass
+class Slot:  # §6, with capability run
+    role: str
+    output: bool
+    host: Host
+    bo: Bo
+    bo_bytes: int
+    written: bool
+    written_bytes: int
+    written_hash: str
+    reuse: List[str]
+
+
+@dataclass
+class Labels:
+    phase: str
+    token: int
+    layer: int
+
+
+@dataclass
+class Call:  # §5, with capability run
+    type: str = field(default="call", init=False)
+    n: int
+    ns: str
+    kernel: str
+    bo_key: str
+    bo_key_template: str
+    static: List[int]
+    intermediate: List[int]
+    output: List[int]
+    shared_nonstatic: bool
+    alias: dict
+    labels: Labels
+    path: str
+    key_first_call: int
+    slots: List[Slot]
+    failed: bool
+    error: str
+    h2d: List[int]
+    writes: List[int]
+
+
+@dataclass
+class Figures:  # §7
+    type: str = field(default="figures", init=False)
+    engine: str
+    calls: int
+    h2d_bytes: int
+    bo_writes: int
+
+
+@dataclass
+class End:  # §7
+    type: str = field(default="end", init=False)
+    no_reuse_extra_calls: int
+
+
+def plain(v):
+    """A line's dataclasses as dicts in field order, ready for json.dumps."""
+    if hasattr(type(v), "__dataclass_fields__"):
+        return {f.name: plain(getattr(v, f.name)) for f in fields(v)}
+    if isinstance(v, (list, tuple)):
+        return [plain(e) for e in v]
+    if isinstance(v, dict):
+        return {k: plain(e) for k, e in v.items()}
+    return v
 
 
 def h(b):
@@ -48,14 +199,10 @@ def main():
             "w[0]": f32([2] * N), "w[1]": f32([3] * N)}
     bos = {}         # (bo_key, slot) -> bytes: the engine's cached buffer objects
     first = {}       # bo_key / (bo_key, slot) -> number of its first call
-    out = [{"trace": "bo-doctor", "version": 1, "producer": "tool/trace/examples/write_trace.py",
-            "model": {"name": "toy", "path": ""},
-            "backend": {"name": "python-toy", "host_emulated": True, "npu_launched": False},
-            "capabilities": {"run": True, "no_reuse": False, "byte_diffs": False,
-                             "access": False, "probe": False, "verify": False},
-            "kernels": [{"name": k, "slots": [{"name": s, "dtype": "f32"} for s in v],
-                         "binary": ""} for k, v in KERNELS.items()],
-            "verify": {"top_k": 5, "outputs": []}}]
+    out = [Header("tool/trace/examples/write_trace.py", Model("toy", ""),
+                  Backend("python-toy", True, False), Capabilities(run=True),
+                  [Kernel(k, [KernelSlot(s, "f32") for s in v], "") for k, v in KERNELS.items()],
+                  Verify(5, []))]
     program = [("mul", ["x", "w[%d]", "t"]), ("add", ["x", "t", "x"])]
     n = 0
     total_h2d = total_writes = 0
@@ -76,36 +223,27 @@ def main():
                 bo_in.append(bo)
                 h2d += len(data) if write else 0
                 writes += 1 if write else 0
-                slots.append({
-                    "role": "static" if static else "input", "output": i == 2,
-                    "host": {"shape": [N], "dtype": "f32", "bytes": len(data), "hash": h(data),
-                             "source": "tensor" if name.startswith("w") else "var",
-                             "name": name, "view_of_call": 0},
-                    "bo": {"ns": "", "pool": "key", "name": key, "index": i, "bytes": len(data),
-                           "first_call": first.setdefault((key, i), n)},
-                    "bo_bytes": len(data), "written": write,
-                    "written_bytes": len(data) if write else 0,
-                    "written_hash": h(data) if write else "0" * 16,
-                    "reuse": [h(bo), None]})
+                slots.append(Slot(
+                    "static" if static else "input", i == 2,
+                    Host([N], "f32", len(data), h(data),
+                         "tensor" if name.startswith("w") else "var", name, 0),
+                    Bo("", "key", key, i, len(data), first.setdefault((key, i), n)),
+                    len(data), write, len(data) if write else 0,
+                    h(data) if write else "0" * 16, [h(bo), None]))
             result = dispatch(kernel, bo_in)
             bos[(key, 2)] = result
             host[names[2]] = result  # the engine reads the output back into the host var
             for i, s in enumerate(slots):
-                s["reuse"][1] = h(bos[(key, i)])
-            out.append({"type": "call", "n": n, "ns": "", "kernel": kernel, "bo_key": key,
-                        "bo_key_template": key, "static": STATIC[kernel], "intermediate": [],
-                        "output": [2], "shared_nonstatic": False, "alias": {},
-                        "labels": {"phase": "decode", "token": 0, "layer": layer},
-                        "path": "/program/0/body/%d" % (len(out) - 1), "key_first_call":
-                        first_of_key, "slots": slots, "failed": False, "error": "",
-                        "h2d": [h2d, 0], "writes": [writes, 0]})
+                s.reuse[1] = h(bos[(key, i)])
+            out.append(Call(n, "", kernel, key, key, STATIC[kernel], [], [2], False, {},
+                            Labels("decode", 0, layer), "/program/0/body/%d" % (len(out) - 1),
+                            first_of_key, slots, False, "", [h2d, 0], [writes, 0]))
             total_h2d += h2d
             total_writes += writes
-    out.append({"type": "figures", "engine": "reuse", "calls": n, "h2d_bytes": total_h2d,
-                "bo_writes": total_writes})
-    out.append({"type": "end", "no_reuse_extra_calls": 0})
+    out.append(Figures("reuse", n, total_h2d, total_writes))
+    out.append(End(0))
     for line in out:
-        sys.stdout.write(json.dumps(line, separators=(",", ":")) + "\n")
+        sys.stdout.write(json.dumps(plain(line), separators=(",", ":")) + "\n")
 
 
 if __name__ == "__main__":

@@ -12,31 +12,6 @@ the labels in place:
 Programs that cannot import bo_doctor outside a recording can guard the import:
 `try: import bo_doctor except ImportError: bo_doctor = None`.
 """
-import contextlib
-import threading
+from ._labels import current_labels, label
 
-_labels = threading.local()
-
-
-def current_labels():
-    """The innermost labels in force on this thread: a dict with phase, layer, token."""
-    stack = getattr(_labels, "stack", None)
-    return stack[-1] if stack else {}
-
-
-@contextlib.contextmanager
-def label(phase=None, layer=None, token=None):
-    """Labels every kernel call made inside the block; inner labels refine outer ones."""
-    outer = current_labels()
-    inner = dict(outer)
-    for k, v in (("phase", phase), ("layer", layer), ("token", token)):
-        if v is not None:
-            inner[k] = v
-    stack = getattr(_labels, "stack", None)
-    if stack is None:
-        stack = _labels.stack = []
-    stack.append(inner)
-    try:
-        yield
-    finally:
-        stack.pop()
+__all__ = ["label", "current_labels"]

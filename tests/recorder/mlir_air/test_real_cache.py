@@ -1,0 +1,98 @@
+#!/usr/bin/python3
+"""`bo-doctor record --shadow` on mlir-air's real KernelCache (run_real_cache.py), then
+`bo-doctor analyze`: the recorder attaches to the real class through its import hook, the
+program's output is what it prints without recording, and the trace holds every call with the
+placements the real cache made (key, shared and alias pools), shadow runs that agree, and no
+finding. Exits 77 (ctest: skipped) when there is no mlir-air cache.py (run_real_cache.py says
+where it looks).
+
+    /usr/bin/python3 tests/recorder/mlir_air/test_real_cache.py build/bo-doctor
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROGRAM = [sys.executable, os.path.join(HERE, "run_real_cache.py")]
+BO_DOCTOR = None
+PLAIN = None  # the program's run without recording
+CALLS = 2 * 2 + 3 * 2 * 2  # prefill: 2 layers x 2 kernels; decode: 3 tokens x 2 layers x 2
+
+
+def run(cmd):
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+
+
+class RealCache(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory(prefix="bod_mlir_air_test_")
+        cls.plain = PLAIN
+        cls.trace = os.path.join(cls.tmp.name, "real.trace.jsonl")
+        cls.rec = run([BO_DOCTOR, "record", "--shadow", "-o", cls.trace, "--"] + PROGRAM)
+        with open(cls.trace) as f:
+            cls.lines = [json.loads(line) for line in f]
+        cls.calls = [l for l in cls.lines if l.get("type") == "call"]
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_recording_changes_nothing_the_program_prints(self):
+        self.assertEqual(self.plain.returncode, 0, self.plain.stderr)
+        self.assertIn("reference: match", self.plain.stdout)
+        self.assertEqual(self.rec.returncode, 0, self.rec.stderr)
+        self.assertEqual(self.rec.stdout, self.plain.stdout)
+        self.assertIn("recorded %d call(s)" % CALLS, self.rec.stderr)
+
+    def test_every_call_of_the_real_class_is_in_the_trace(self):
+        header = self.lines[0]
+        self.assertEqual(header["trace"], "bo-doctor")
+        self.assertTrue(header["capabilities"]["no_reuse"])
+        self.assertEqual([k["name"] for k in header["kernels"]], ["norm_up", "down_add"])
+        self.assertEqual([c["n"] for c in self.calls], list(range(1, CALLS + 1)))
+        self.assertEqual({c["ns"] for c in self.calls}, {"prefill_cache", "decode_cache"})
+        self.assertTrue(all(c["path"].endswith(".py:%s" % c["path"].rsplit(":", 1)[1])
+                            and "run_real_cache.py" in c["path"] for c in self.calls))
+        self.assertEqual(self.lines[-1], {"type": "end", "no_reuse_extra_calls": 0})
+
+    def test_placements_as_the_real_cache_made_them(self):
+        norm_up, down_add = self.calls[0], self.calls[1]
+        pools = [s["bo"]["pool"] for s in norm_up["slots"]]
+        self.assertEqual(pools, ["shared", "key", "key", "alias", "shared"])
+        self.assertEqual(down_add["slots"][0]["bo"]["pool"], "alias")
+        self.assertEqual(down_add["slots"][0]["bo"]["first_call"], 1)  # norm_up's output BO
+        decode = [c for c in self.calls if c["ns"] == "decode_cache"]
+        later = decode[4]  # token 1, layer 0: weights are placeholders, not written
+        self.assertEqual(later["bo_key"], "dec_norm_up_L0")
+        self.assertEqual(later["key_first_call"], decode[0]["n"])
+        self.assertEqual([s["host"]["source"] for s in later["slots"][1:3]],
+                         ["placeholder", "placeholder"])
+        self.assertEqual([s["written"] for s in later["slots"]], [True, False, False, True, False])
+        self.assertEqual(decode[1]["slots"][0]["host"]["source"], "view")
+        self.assertEqual(later["labels"], {"phase": "decode", "token": -1, "layer": 0})
+
+    def test_shadow_runs_agree_and_analyze_passes(self):
+        for c in self.calls:
+            self.assertTrue(all(o["bit_exact"] for o in c["outputs"]), c["n"])
+            self.assertFalse(c["failed"], c["error"])
+        a = run([BO_DOCTOR, "analyze", "--format", "json", self.trace])
+        self.assertIn(a.returncode, (0, 1), a.stderr)
+        report = json.loads(a.stdout)
+        bad = [f for f in report["findings"] if f["severity"] != "note"]
+        self.assertEqual(bad, [], json.dumps(bad, indent=1))
+        self.assertEqual(report["summary"]["verdict"], "pass")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit("usage: test_real_cache.py PATH/TO/bo-doctor")
+    BO_DOCTOR = os.path.abspath(sys.argv.pop(1))
+    PLAIN = run(PROGRAM)
+    if PLAIN.returncode == 77:
+        print("SKIP:", PLAIN.stderr.strip())
+        sys.exit(77)
+    unittest.main()

@@ -1,0 +1,76 @@
+"""The spool writer: whole lines from many threads, call blocks in call-number order."""
+import os
+import tempfile
+import threading
+import unittest
+
+import support
+from bo_doctor._records import EndRecord, HeaderRecord, Labels
+from bo_doctor._spool import Spool
+
+
+class SpoolTest(unittest.TestCase):
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory(prefix="bod_spool_unit_")
+        self.path = os.path.join(self._tmp.name, "spool")
+        self.spool = Spool(self.path)
+
+    def tearDown(self):
+        self.spool._f.close()
+        self._tmp.cleanup()
+
+    def test_lines_from_threads_are_whole(self):
+        n_threads, per_thread = 8, 300
+        long_name = "p" * 5000  # long lines: a torn write would show
+
+        def work(t):
+            for i in range(per_thread):
+                self.spool.write(HeaderRecord(long_name, ["t%d" % t, str(i)], False))
+
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(n_threads)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        got = support.read_lines(self.path)  # every line parses
+        self.assertEqual(len(got), n_threads * per_thread)
+        seen = {tuple(g["argv"]) for g in got}
+        self.assertEqual(len(seen), n_threads * per_thread)
+        for t in range(n_threads):  # each thread's lines in its own order
+            mine = [int(g["argv"][1]) for g in got if g["argv"][0] == "t%d" % t]
+            self.assertEqual(mine, list(range(per_thread)))
+
+    def test_call_blocks_are_written_in_number_order(self):
+        self.spool.write_call(2, [Labels("b", 2, 0), Labels("b", 2, 1)])
+        self.spool.write_call(3, [Labels("c", 3, 0)])
+        self.assertEqual(support.read_lines(self.path), [])  # held until call 1's block
+        self.assertEqual(self.spool.held(), 2)
+        self.spool.write_call(1, [Labels("a", 1, 0)])
+        got = [(g["phase"], g["layer"]) for g in support.read_lines(self.path)]
+        self.assertEqual(got, [("a", 0), ("b", 0), ("b", 1), ("c", 0)])
+        self.assertEqual(self.spool.held(), 0)
+
+    def test_call_blocks_from_threads_in_any_order(self):
+        numbers = list(range(1, 201))
+        chunks = [numbers[i::4][::-1] for i in range(4)]  # each thread hands over late numbers first
+
+        def work(chunk):
+            for n in chunk:
+                self.spool.write_call(n, [Labels("x", n, 0), Labels("x", n, 1)])
+
+        threads = [threading.Thread(target=work, args=(c,)) for c in chunks]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        got = [(g["token"], g["layer"]) for g in support.read_lines(self.path)]
+        self.assertEqual(got, [(n, l) for n in numbers for l in (0, 1)])
+
+    def test_each_write_is_flushed(self):
+        self.spool.write(EndRecord(0, 0.0))
+        with open(self.path) as f:  # another reader sees it at once
+            self.assertEqual(f.read(), '{"kind":"end","calls":0,"recorder_seconds":0.0}\n')
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,199 @@
+"""The capture of one `load_and_run` call: its arguments bound with the method's own signature,
+the host arrays described and hashed, then, after the engine ran, each slot's BO placement and
+its bytes before and after the dispatch: the trace's call line (docs/trace-format.md §5, §6).
+
+A CallCapture is created per call and holds that call's state only. The state shared between
+calls (numbers, first calls, BO tables) is the Recorder's; `before` and `after` run under its
+lock. Nothing here writes to an argument, a BO or the cache: arrays and BO mappings are read
+(hashed), and BOs are synced from the device only where no caller holds a view (_bos.py).
+"""
+import inspect
+import operator
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._hashing import NO_HASH, array_hash, bytes_of
+from ._records import Call, CallX, Host, HostX, Labels, Placement, Slot
+
+
+def dtype_name(arr):
+    """The trace dtype of an array and its shape as the trace describes it (a dtype the format
+    has no name for is described as its bytes)."""
+    dt = arr.dtype
+    if dt.name == "bfloat16":
+        return "bf16", list(arr.shape)
+    if dt == np.float32:
+        return "f32", list(arr.shape)
+    if dt == np.int32:
+        return "i32", list(arr.shape)
+    if dt.itemsize == 1:
+        return "i8", list(arr.shape)
+    return "i8", [int(arr.nbytes)]
+
+
+def zero_strides(arr):
+    return any(st == 0 and d > 1 for st, d in zip(arr.strides, arr.shape))
+
+
+def is_placeholder(arr):
+    """0 elements or a zero stride: an array that stands in for data the program freed."""
+    return arr.size == 0 or zero_strides(arr)
+
+
+@dataclass
+class Arguments:
+    """A call's arguments as the engine reads them (the method's defaults applied)."""
+    bound: inspect.BoundArguments
+    name: object
+    inputs: list
+    key: object          # bo_key, or the kernel name
+    static: set
+    inter: set
+    outs: list           # output_indices sorted, or the last slot
+    alias: dict
+    shared_nonstatic: bool
+
+
+def slot_index(i):
+    """A slot index as an int when it is an integer of any kind (numpy's too: the engine's set
+    lookups treat np.int64(1) as 1); anything else as given."""
+    if isinstance(i, bool):
+        return i
+    try:
+        return operator.index(i)
+    except TypeError:
+        return i
+
+
+def bind(sig, var_pos, cache, args, kwargs):
+    """The call's Arguments; raises TypeError when the method does not take them."""
+    bound = sig.bind(cache, *args, **kwargs)
+    bound.apply_defaults()
+    a = bound.arguments
+    name = a.get("name", args[0] if args else "?")
+    inputs = list(a[var_pos])
+    outs = a.get("output_indices")
+    return Arguments(bound, name, inputs, a.get("bo_key") or name,
+                     {slot_index(i) for i in a.get("static_input_indices") or []},
+                     {slot_index(i) for i in a.get("intermediate_indices") or []},
+                     sorted({slot_index(i) for i in outs}) if outs is not None
+                     else [len(inputs) - 1],
+                     {slot_index(k): v for k, v in (a.get("shared_alias") or {}).items()},
+                     bool(a.get("shared_nonstatic")))
+
+
+class CallCapture:
+    def __init__(self, orig, sig, var_pos, cache, args):
+        self.orig, self.sig, self.var_pos, self.cache, self.args = orig, sig, var_pos, cache, args
+        self.snapshots = {}  # slot -> copy of a view argument, for the shadow run
+        self.records = []    # spool records of this call before its call line
+
+    def before(self, rec):
+        """Numbers the call and describes its arguments, before the engine runs it."""
+        a, cache = self.args, self.cache
+        self.n = n = rec.next_number()
+        self.ns = rec.cache_name(cache)
+        self.new = a.key not in (getattr(cache, "_cached_bos", {}) or {})
+        self.labels = Labels(*rec.labels(a.key, self.ns))
+        self.kernel = rec.kernel_entry(a.name, a.inputs, cache, self.records)
+        n_args = len(a.inputs)
+        # What the engine will write: the key's first call writes every slot.
+        self.written = [self.new or (i not in a.static and i not in a.inter) for i in range(n_args)]
+        self.hosts = [self.describe(rec, i, x) for i, x in enumerate(a.inputs)]
+        self.records += rec.bos.stale_reads(n, self.kernel, a.inputs, self.hosts)
+        self.pre = {}
+        if not self.new:
+            bos = cache._cached_bos[a.key]
+            for i in range(n_args):
+                if not self.written[i] and i < len(bos):
+                    self.pre[i] = rec.bos.hash(bos[i], self.hosts[i].bytes, sync=True)
+
+    def binding_name(self, i):
+        """What the slot is bound to, as far as the recorder can name it: the argument and the
+        layer it belongs to (two layers' weights under one key are two bindings)."""
+        layer = self.labels.layer
+        return "arg%d@L%d" % (i, layer) if layer >= 0 else "arg%d" % i
+
+    def describe(self, rec, i, x):
+        """The host side of slot i (§6 `host`)."""
+        arr = np.asarray(x)
+        dtype, shape = dtype_name(arr)
+        zs = zero_strides(arr)
+        view = rec.bos.view_of(arr)
+        static = i in self.args.static
+        if view:
+            source, name = "view", "view of call %d slot %d" % view
+        elif arr.size == 0 or zs:
+            source, name = "placeholder", self.binding_name(i)
+        elif static and self.new and arr.nbytes >= 64 and not bytes_of(arr).any():
+            # A static slot uploaded as all zeros at its key's first call: freed weights
+            # passed as a zero placeholder (real weights are never all zero).
+            source, name = "placeholder", self.binding_name(i)
+        else:
+            source, name = "tensor" if static else "var", self.binding_name(i)
+        return Host([int(d) for d in shape], dtype, int(arr.nbytes), array_hash(arr), source,
+                    name, view[0] if view else 0,
+                    HostX(str(arr.dtype), bool(arr.flags.c_contiguous), bool(zs)))
+
+    def after(self, rec, results, error):
+        """The call line, once the engine returned `results` or raised `error` ("" if not)."""
+        a, n, ns, hosts = self.args, self.n, self.ns, self.hosts
+        bos = (getattr(self.cache, "_cached_bos", {}) or {}).get(a.key)
+        if bos is not None:
+            rec.key_first.setdefault((ns, a.key), n)
+        first = rec.key_first.get((ns, a.key), n)
+        pools = {id(bo): pk for pk, bo in (getattr(self.cache, "_shared_bos", {}) or {}).items()}
+        out_set = set(a.outs)
+        slots, h2d, writes = [], 0, 0
+        for i, x in enumerate(a.inputs):
+            h = hosts[i]
+            role = "static" if i in a.static else "intermediate" if i in a.inter else "input"
+            if bos is None or i >= len(bos):
+                size = 0 if bos is not None else h.bytes
+                pool = "unbound" if bos is not None else "key"
+                slots.append(Slot(role, i in out_set, h, Placement(ns, pool, a.key, i, size, first),
+                                  size, False, 0, NO_HASH, [h.hash, h.hash]))
+                continue
+            bo = bos[i]
+            size = int(bo.size())
+            rec.bos.first.setdefault(id(bo), n)
+            place = self.placement(pools.get(id(bo)), i, size, rec.bos.first[id(bo)])
+            wrote = self.written[i] and not error.startswith(("ValueError: shared_alias",))
+            nb = min(h.bytes, size)
+            if wrote:
+                # The whole array written: its hash is the host hash already taken.
+                wh = h.hash if nb == h.bytes else array_hash(x, nb)
+                h2d += nb
+                writes += 1
+            else:
+                nb, wh = 0, NO_HASH
+            if wrote and nb == h.bytes:
+                before = wh
+            elif wrote:  # larger than its BO: the write raised, the BO holds what it held
+                before = rec.bos.hash(bo, h.bytes, sync=False)
+            else:
+                before = self.pre.get(i, h.hash)
+            after = before if error else rec.bos.hash(bo, h.bytes, sync=i not in out_set)
+            if wrote or after != before:
+                rec.bos.changed[id(bo)] = n
+            slots.append(Slot(role, i in out_set, h, place, size, wrote, nb, wh, [before, after]))
+        call = Call(n, ns, self.kernel, a.key, a.key,
+                    sorted(i for i in a.static if isinstance(i, int)),
+                    sorted(i for i in a.inter if isinstance(i, int)), a.outs, a.shared_nonstatic,
+                    {str(k): str(v) for k, v in a.alias.items()}, self.labels, rec.caller(),
+                    first, slots, bool(error), error, [h2d, 0], [writes, 0],
+                    CallX(bool(self.new), "%x" % id(self.cache)))
+        if results is not None:
+            rec.bos.note_views(n, results, bos, out_set)
+        return call
+
+    def placement(self, pool_key, i, size, first_call):
+        """Where the BO of slot i lives, from its key in the cache's `_shared_bos` (None: the
+        bo_key's own BO)."""
+        if pool_key is not None and pool_key[0] == "__alias__":
+            return Placement(self.ns, "alias", str(pool_key[1]), -1, size, first_call)
+        if pool_key is not None:
+            return Placement(self.ns, "shared", str(pool_key[0]), int(pool_key[1]), size,
+                             first_call)
+        return Placement(self.ns, "key", self.args.key, i, size, first_call)

@@ -1,0 +1,158 @@
+"""The shadow run (`bo-doctor record --shadow`): after each call, the same kernel once more on a
+private copy of the cache with fresh BOs and every slot written from the current host arrays,
+then its outputs compared with the real call's. This is the trace's `no_reuse` capability.
+
+A static slot handed a placeholder gets the array its key's first call passed (kept for that),
+and an argument that is a view of an earlier call's BO is copied before the real call, so the
+shadow sees the bytes the engine was given. The copy shares the cache's loaded kernels and
+device but none of its BOs (`_cached_bos`, `_shared_bos`) and none of its profiler: the real
+cache's BOs, the program's arrays and its profile are never touched. Its BOs are dropped after
+each run. Runs under the recorder's lock (one shadow run at a time).
+"""
+import inspect
+
+import numpy as np
+
+from ._bos import mapped_hash
+from ._capture import is_placeholder
+from ._hashing import array_hash
+from ._records import Output
+
+SHADOW_KEY = "__bo_doctor_shadow__"
+
+
+class _NullProfiler:
+    enabled = False
+
+    def __getattr__(self, name):
+        return lambda *a, **k: None
+
+
+class Shadow:
+    def __init__(self):
+        self.first_arrays = {}  # (ns, key, slot) -> the static array the key's first call passed
+        self.caches = {}        # id(cache) -> its private copy
+
+    def before(self, c):
+        """Keeps what the shadow run of CallCapture c needs from before the real call."""
+        a = c.args
+        if c.new:
+            for i in a.static:
+                if 0 <= i < len(a.inputs):
+                    self.first_arrays[(c.ns, a.key, i)] = a.inputs[i]
+        # A view into a BO that this very call may overwrite (layer N's x in the pooled output
+        # of the kernel it feeds): the shadow must see what the engine was given.
+        for i, h in enumerate(c.hosts):
+            if h.source == "view":
+                c.snapshots[i] = np.array(a.inputs[i], copy=True)
+
+    def copy_of(self, cache):
+        sh = self.caches.get(id(cache))
+        if sh is None:
+            sh = object.__new__(type(cache))
+            sh.__dict__.update(cache.__dict__)
+            sh._cached_bos = {}
+            sh._shared_bos = {}
+            if hasattr(cache, "profiler"):
+                sh.profiler = _NullProfiler()
+            self.caches[id(cache)] = sh
+        return sh
+
+    def run(self, c, call, results, error):
+        """Runs CallCapture c again on fresh BOs and adds the `no_reuse` fields to its call
+        line (placeholders: the host hashes, when the real call raised)."""
+        a = c.args
+        call.outputs = []
+        for s in call.slots:
+            s.no_reuse = [s.host.hash, s.host.hash]
+        if error or results is None:
+            return
+        fresh, replaced = [], set()  # replaced: slots given the key's first-call array
+        for i, x in enumerate(a.inputs):
+            arr = np.asarray(c.snapshots.get(i, x))
+            first = self.first_arrays.get((c.ns, a.key, i))
+            if i in a.static and first is not None and \
+                    (is_placeholder(arr) or arr.size != np.asarray(first).size):
+                arr = np.asarray(first)
+                replaced.add(i)
+            fresh.append(arr)
+        sh = self.copy_of(c.cache)
+        try:
+            shadow_results = self.call(c, sh, fresh)
+        except Exception as e:
+            call.error = (call.error + "; " if call.error else "") + \
+                "shadow run failed: %s: %s" % (type(e).__name__, e)
+            sh._cached_bos.clear()
+            return
+        sbos = sh._cached_bos.get(SHADOW_KEY, [])
+        h2d = 0
+        for i, s in enumerate(call.slots):
+            # Written whole: the host hash, unless a placeholder was replaced (snapshots of views
+            # hold the bytes the host hash was taken of).
+            pre = array_hash(fresh[i]) if i in replaced else s.host.hash
+            post = mapped_hash(sbos[i], fresh[i].nbytes, sync=True) if i < len(sbos) else pre
+            s.no_reuse = [pre, post]
+            h2d += fresh[i].nbytes
+        call.h2d[1] = h2d
+        call.writes[1] = len(fresh)
+        for i in a.outs:
+            if 0 <= i < len(fresh):
+                call.outputs.append(compare(i, results[i], shadow_results[i]))
+        sh._cached_bos.clear()
+
+    @staticmethod
+    def call(c, sh, fresh):
+        """The engine's own method on the copy: the call's arguments, the fresh arrays, one
+        private bo_key, nothing static, intermediate, pooled or aliased."""
+        args = dict(c.args.bound.arguments)
+        args[c.var_pos] = tuple(fresh)
+        args.update(output_indices=list(c.args.outs), static_input_indices=None,
+                    intermediate_indices=None, bo_key=SHADOW_KEY, shared_nonstatic=False,
+                    shared_alias=None)
+        call_args, call_kwargs = [], {}
+        for p in c.sig.parameters.values():
+            if p.name not in args:
+                continue
+            v = args[p.name]
+            if p.kind == inspect.Parameter.VAR_POSITIONAL:
+                call_args.extend(v)
+            elif p.kind == inspect.Parameter.VAR_KEYWORD:
+                call_kwargs.update(v)
+            elif p.kind == inspect.Parameter.KEYWORD_ONLY:
+                call_kwargs[p.name] = v
+            else:
+                call_args.append(v)
+        call_args[0] = sh
+        return c.orig(*call_args, **call_kwargs)
+
+
+def compare(slot, a, b):
+    """The `outputs` entry of one output slot: the real call's array a against the shadow's b."""
+    a = np.asarray(a)
+    b = np.asarray(b)
+    exact = a.shape == b.shape and a.tobytes() == b.tobytes()
+    try:
+        x = a.astype(np.float64).reshape(-1)
+        y = b.astype(np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        x = np.frombuffer(a.tobytes(), np.uint8).astype(np.float64)
+        y = np.frombuffer(b.tobytes(), np.uint8).astype(np.float64)
+    m = min(x.size, y.size)
+    x, y = x[:m], y[:m]
+    fin = np.isfinite(x) & np.isfinite(y)
+    xf, yf = x[fin], y[fin]
+    nx, ny = float(np.sqrt(np.dot(xf, xf))), float(np.sqrt(np.dot(yf, yf)))
+    if nx == 0 and ny == 0:
+        cos = 1.0
+    elif nx == 0 or ny == 0:
+        cos = 0.0
+    else:
+        cos = float(np.dot(xf, yf) / (nx * ny))
+    d = np.abs(xf - yf)
+    max_abs = float(d.max()) if d.size else 0.0
+    max_rel = float((d / np.maximum(np.abs(yf), 1e-12)).max()) if d.size else 0.0
+    if exact:
+        cos, max_abs, max_rel = 1.0, 0.0, 0.0
+    return Output(int(slot), bool(exact), cos, max_abs, max_rel,
+                  [int(np.isnan(x).sum()), int(np.isnan(y).sum())],
+                  [int(np.isinf(x).sum()), int(np.isinf(y).sum())], int(m))
