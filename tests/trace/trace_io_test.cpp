@@ -832,3 +832,27 @@ TEST(TraceIoPaths, FileRoundTrip) {
 
 }  // namespace
 }  // namespace bod
+
+namespace bod {
+namespace {
+
+// An optional field: absent when 0 (every trace before it reads and writes the same), written
+// and read back otherwise, and named where a call is described.
+TEST(TraceIo, CallThreadIsWrittenOnlyWhenNotTheFirst) {
+  auto lines = base_lines();
+  EXPECT_FALSE(lines[1].contains("thread"));
+  lines[2]["thread"] = 2;
+  auto r = read_text(join(lines));
+  ASSERT_TRUE(r.ok()) << r.error().line();
+  EXPECT_EQ(r->calls[0].thread, 0);
+  EXPECT_EQ(r->calls[1].thread, 2);
+  std::string text = text_of(*r);
+  EXPECT_EQ(text.find("\"thread\""), text.rfind("\"thread\""));  // one call carries it
+  EXPECT_NE(text.find("\"thread\":2"), std::string::npos);
+  r->calls[1].phase = "decode";
+  EXPECT_EQ(r->calls[1].where(), "decode thread 2");
+  refuses([](auto& l) { l[2]["thread"] = -1; }, {"t.jsonl:3:/thread: ", "from 0 to"});
+}
+
+}  // namespace
+}  // namespace bod

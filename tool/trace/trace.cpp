@@ -42,6 +42,7 @@ std::string TraceCall::where() const {
   std::string s = phase;
   if (token >= 0) s += " t=" + std::to_string(token);
   if (layer >= 0) s += " l=" + std::to_string(layer);
+  if (thread > 0) s += (s.empty() ? "thread " : " thread ") + std::to_string(thread);
   return s;
 }
 

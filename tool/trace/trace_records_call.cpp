@@ -116,6 +116,10 @@ Status mark_probed(Cursor&, const rjson&, ProbeResult& p, ReadCtx&) {
   return ok_status();
 }
 
+bool on_another_thread(const TraceCall& c) {
+  return c.thread != 0;
+}
+
 bool rewritten(const BodyAccess& a) {
   return a.rewritten_before_read;
 }
@@ -306,6 +310,9 @@ const Record<TraceCall>& call_record() {
                   "writes", "BO writes [reuse, no-reuse]; second 0 without no_reuse", kRun),
               list<R, &R::outputs_cmp, OutputMetrics, output_record>(
                   "outputs", "output comparisons", kNoReuse),
+          f<R, &R::thread, Int<0, INT_MAX>>(
+              "thread", "the thread that made the call, in order of first call; written when not 0",
+              Gate::none, Presence::optional, on_another_thread),
           },
           &name_slots}
           .keyed();

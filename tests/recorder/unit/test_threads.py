@@ -71,6 +71,11 @@ class Threads(support.RecorderTest):
             first = [d["n"] for d in calls if d["ns"] == c["ns"] and d["bo_key"] == c["bo_key"]]
             self.assertEqual(c["key_first_call"], first[0])
         self.assertEqual(by_thread, {t: list(range(per_thread)) for t in range(n_threads)})
+        # Each program thread keeps one trace thread number; the first to call is 0 (absent).
+        numbers = {}
+        for c in calls:
+            numbers.setdefault(int(c["labels"]["phase"][1:]), set()).add(c.get("thread", 0))
+        self.assertEqual(sorted(map(sorted, numbers.values())), [[0], [1]])
         # One cache per thread, each its own namespace (both held by a variable `cache`).
         self.assertEqual(sorted(ns.values(), key=sorted), [{"cache"}, {"cache#1"}])
         self.assertEqual(len(self.lines("kernel")), 1)  # one table entry for both threads

@@ -93,6 +93,7 @@ class CallCapture:
         """Numbers the call and describes its arguments, before the engine runs it."""
         a, cache = self.args, self.cache
         self.n = n = rec.next_number()
+        self.thread = rec.thread_index()
         self.ns = rec.cache_name(cache)
         self.new = a.key not in (getattr(cache, "_cached_bos", {}) or {})
         self.labels = Labels(*rec.labels(a.key, self.ns))
@@ -184,6 +185,8 @@ class CallCapture:
                     {str(k): str(v) for k, v in a.alias.items()}, self.labels, rec.caller(),
                     first, slots, bool(error), error, [h2d, 0], [writes, 0],
                     CallX(bool(self.new), "%x" % id(self.cache)))
+        if self.thread:
+            call.thread = self.thread
         if results is not None:
             rec.bos.note_views(n, results, bos, out_set)
         return call

@@ -42,6 +42,7 @@ class Recorder:
         self.explicit_labels = explicit_labels
         self.lock = threading.RLock()
         self.n = 0               # calls numbered so far
+        self.threads = {}        # threading.get_ident() -> thread number in the trace
         self.kernels = {}        # (name, nargs) -> kernel table entry name
         self.kernel_names = set()
         self.caches = {}         # id(cache) -> namespace name
@@ -110,6 +111,11 @@ class Recorder:
     def next_number(self):
         self.n += 1
         return self.n
+
+    def thread_index(self):
+        """The calling thread's number: 0 for the first thread that made a call, then 1, 2 ...
+        in the order of their first calls (an OS thread id reused later counts as the same)."""
+        return self.threads.setdefault(threading.get_ident(), len(self.threads))
 
     def labels(self, key, ns):
         return call_labels(key, ns, self.explicit_labels)

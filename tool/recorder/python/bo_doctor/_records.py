@@ -131,6 +131,7 @@ class Call:
     writes: List[int]    # [real call, shadow run]
     x: object = OMIT     # CallX
     outputs: object = OMIT  # List[Output] with a shadow run
+    thread: object = OMIT   # int, when not the first thread that made a call
 
 
 @dataclass
