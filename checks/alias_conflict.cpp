@@ -101,7 +101,7 @@ void run_alias_conflict(const Trace& t, FindingSink& sink) {
       // Stale bytes in an alias pool matter only when the kernel reads them before writing
       // the slot (with access facts; without them, assume it does).
       bool seen = !t.header.caps.access || s.access.reads_before_write;
-      bool stale = s.place.pool == BoPool::alias && stale_before(s) && seen;
+      bool stale = s.place.pool == BoPool::alias && stale_before(t.header.caps, s) && seen;
       bool shared = s.slot >= 0 && static_cast<size_t>(s.slot) < sharing.size()
                         ? sharing[static_cast<size_t>(s.slot)] != 0
                         : shares_bo(c, s.slot);

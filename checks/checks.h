@@ -32,9 +32,32 @@ BOD_DECLARE_CHECK(config_error)
 bool has_inconsistent_declarations(const Trace& t);
 // "a1b2...  vs  c3d4..." evidence value.
 std::string hash_pair(uint64_t a, uint64_t b);
+// The bytes the no-reuse engine had (or would have had) in slot s's BO before dispatch: its
+// recorded hash when the trace has the no-reuse engine; otherwise, for a slot the reuse engine
+// skipped, the hash of the host array the call passed (the no-reuse engine writes it whole),
+// unknown (false) for a placeholder or an array that does not fill the BO.
+bool no_reuse_before(const Capabilities& caps, const TraceSlot& s, uint64_t* hash);
 // True when the reuse engine skipped a slot whose device bytes then differed from the
-// no-reuse engine's.
-bool stale_before(const TraceSlot& s);
+// no-reuse engine's (recorded, or derived as above).
+bool stale_before(const Capabilities& caps, const TraceSlot& s);
+// A static slot the reuse engine skipped although its BO held other bytes than the call's host
+// data, with what the BO held (the last write into it) and whether it is a key-collision:
+// the calls of its (namespace, bo_key) pass data that alternates in that slot (A, B, A:
+// several weight sets share the key), or, before any data came back, the resident data was
+// written by a call of another layer. Otherwise (A, B, C) it is stale-static. Both are errors
+// at the same call and slot: the layer label only names which of the two it is.
+struct StaleStatic {
+  const TraceCall* call;
+  const TraceSlot* slot;
+  Resident resident;
+  bool collision;
+};
+// In call order; the rule both stale-static and key-collision judge by bytes, not by names.
+std::vector<StaleStatic> stale_statics(const Trace& t);
+// The evidence of a stale slot: the BO's bytes before dispatch against the no-reuse engine's,
+// or against the host data the call passed.
+std::vector<std::pair<std::string, std::string>> before_evidence(const Trace& t,
+                                                                 const TraceSlot& s);
 // True when every slot whose bytes differed before dispatch is an intermediate: only then can a
 // difference after dispatch be blamed on an intermediate slot.
 bool only_intermediates_stale(const TraceCall& c);

@@ -17,13 +17,13 @@ const CheckInfo kInfo{
     kNeedRun | kNeedNoReuse | kNeedByteDiffs | kNeedAccess, kNeedProbe, false,
     "the kernel reads the slot before writing it, and the skipped write leaves it other bytes than the no-reuse engine's"};
 
-void latent(const TraceCall& c, const TraceSlot& s, FindingSink& sink) {
+void latent(const Trace& t, const TraceCall& c, const TraceSlot& s, FindingSink& sink) {
   Finding f = make_finding(kInfo, c, s.slot, c.key_first_call);
   f.latent = true;
   f.message = "intermediate slot " + s.name + " is read by the kernel: filling it with a "
               "canary changed the outputs; today its stale bytes match, so nothing diverges yet";
   f.evidence = {{"probe", "canary in slot changed the outputs"},
-                {"stale before dispatch", stale_before(s) ? "yes" : "no"},
+                {"stale before dispatch", stale_before(t.header.caps, s) ? "yes" : "no"},
                 {"severity", "error (latent): the kernel reads the slot, so any other stale "
                              "bytes there change its outputs"}};
   sink.add(std::move(f));
@@ -41,7 +41,7 @@ void run_intermediate_read(const Trace& t, FindingSink& sink) {
       // An aliased slot is a baton: reading what the producer left in the pool is its purpose;
       // whether the pool held the right bytes is alias-conflict's to say.
       if (s.place.pool == BoPool::alias) continue;
-      bool stale = stale_before(s);
+      bool stale = stale_before(t.header.caps, s);
       // Stale bytes went in and different values came out; blamed on this slot when nothing
       // else was stale and the kernel's body reads the slot before writing it.
       bool blame = stale && others_fine && s.access.reads_before_write;
@@ -49,7 +49,7 @@ void run_intermediate_read(const Trace& t, FindingSink& sink) {
           blame && s.reuse_post != s.noreuse_post && s.stale_diff_bytes < s.diff_bytes;
       bool silent_read = blame && s.reuse_post == s.noreuse_post && c.diverged();
       if (!wrote_differently && !silent_read) {
-        if (s.probe.probed && s.probe.read) latent(c, s, sink);
+        if (s.probe.probed && s.probe.read) latent(t, c, s, sink);
         continue;
       }
       Finding f = make_finding(kInfo, c, s.slot, c.key_first_call);

@@ -11,13 +11,16 @@ const CheckInfo kInfo{
     "weights: the bo_key lacks the layer index, or falls back to the kernel name)",
     "garbage or NaN from the second layer on",
     "lint: calls of one bo_key bind different tensors to a static slot; run: a skipped static "
-    "slot holds data written from another binding and differs from the no-reuse engine's",
+    "slot's BO differs from what the no-reuse engine writes there (its fresh BO, or without "
+    "--shadow the host array the call passed), and the data the calls of the key pass in that "
+    "slot comes back after other data (A, B, A): several data sets share one BO",
     "make bo_key unique per distinct weight set, e.g. bo_key=\"<kernel>_L{l}\"",
-    kNeedRun | kNeedNoReuse, 0, true,
+    kNeedRun, kNeedNoReuse, true,
     "calls of one bo_key bind different static data, and the later ones run on what the first call uploaded"};
 
 // From the declarations alone: one key, one static slot, two tensors.
 void declared(const Trace& t, FindingSink& sink) {
+  if (!t.header.named_bindings) return;  // a recorder's names (its labels) are no evidence
   // (namespace, key, slot) -> first binding
   // (std::less<>: looked up by reference, so no key is copied on the calls that find one)
   std::map<std::tuple<std::string, std::string, int>, std::string, std::less<>> bound;
@@ -46,26 +49,18 @@ void declared(const Trace& t, FindingSink& sink) {
 void run_key_collision(const Trace& t, FindingSink& sink) {
   declared(t, sink);
   if (lacks(t, kInfo)) return;
-  // Derived only when a slot needs it: a clean run has no stale static slot.
-  std::vector<std::vector<Resident>> resident;
-  bool derived = false;
-  for (auto& c : t.calls) {
-    if (c.failed) continue;  // the reuse engine never ran it: size-mismatch says why
-    for (auto& s : c.slots) {
-      if (s.role != SlotRole::static_input || !stale_before(s) || !size_note(t, c, s).empty())
-        continue;
-      if (s.place.pool == BoPool::alias) continue;  // an aliased BO: alias-conflict
-      if (!derived) resident = residents(t), derived = true;
-      const Resident& r = resident[static_cast<size_t>(c.number - 1)][static_cast<size_t>(s.slot)];
-      if (r.binding == s.host.name) continue;  // same binding: stale-static
-      Finding f = make_finding(kInfo, c, s.slot, c.key_first_call);
-      f.message = "static slot " + s.name + " should hold '" + s.host.name + "' but the BO of '" +
-                  c.bo_key + "' still holds '" + std::string(r.binding) + "' from call " +
-                  std::to_string(r.call);
-      f.evidence = {{"device bytes reuse vs no-reuse", hash_pair(s.reuse_pre, s.noreuse_pre)},
-                    {"resident binding", std::string(r.binding)}};
-      sink.add(std::move(f));
-    }
+  for (const StaleStatic& x : stale_statics(t)) {
+    if (!x.collision) continue;  // data that moves on: stale-static
+    const TraceCall& c = *x.call;
+    const TraceSlot& s = *x.slot;
+    const Resident& r = x.resident;
+    Finding f = make_finding(kInfo, c, s.slot, c.key_first_call);
+    f.message = "static slot " + s.name + " should hold '" + s.host.name + "' but the BO of '" +
+                c.bo_key + "' still holds '" + std::string(r.binding) + "' from call " +
+                std::to_string(r.call);
+    f.evidence = before_evidence(t, s);
+    f.evidence.push_back({"resident binding", std::string(r.binding)});
+    sink.add(std::move(f));
   }
 }
 

@@ -41,7 +41,7 @@ void run_partial_overwrite(const Trace& t, FindingSink& sink) {
       if (s.role != SlotRole::intermediate) continue;
       // Blamed only when the body does not overwrite the whole slot and nothing but
       // intermediates was stale (else identical rewritten bytes could look untouched).
-      bool real = stale_before(s) && others_fine && !s.access.overwritten &&
+      bool real = stale_before(t.header.caps, s) && others_fine && !s.access.overwritten &&
                   s.reuse_post != s.noreuse_post && s.diff_bytes > 0 &&
                   s.stale_diff_bytes == s.diff_bytes;
       if (!real) {

@@ -1,6 +1,10 @@
 #include "checks/registry.h"
 
 #include "checks/checks.h"
+#include <set>
+#include <string_view>
+#include <tuple>
+
 #include "core/hash.h"
 
 namespace bod {
@@ -46,7 +50,74 @@ void run_checks(const Trace& t, FindingSink& sink) {
 
 std::string hash_pair(uint64_t a, uint64_t b) { return hash_hex(a) + " vs " + hash_hex(b); }
 
-bool stale_before(const TraceSlot& s) { return !s.written && s.reuse_pre != s.noreuse_pre; }
+bool no_reuse_before(const Capabilities& caps, const TraceSlot& s, uint64_t* hash) {
+  if (caps.no_reuse) {
+    *hash = s.noreuse_pre;
+    return true;
+  }
+  if (s.written || s.host.source == ArraySource::placeholder || s.host.bytes != s.bo_bytes ||
+      s.host.bytes == 0)
+    return false;
+  *hash = s.host.hash;
+  return true;
+}
+
+bool stale_before(const Capabilities& caps, const TraceSlot& s) {
+  uint64_t h = 0;
+  return !s.written && no_reuse_before(caps, s, &h) && s.reuse_pre != h;
+}
+
+std::vector<std::pair<std::string, std::string>> before_evidence(const Trace& t,
+                                                                 const TraceSlot& s) {
+  if (t.header.caps.no_reuse)
+    return {{"device bytes reuse vs no-reuse", hash_pair(s.reuse_pre, s.noreuse_pre)}};
+  return {{"device bytes before dispatch vs the call's host data", hash_pair(s.reuse_pre, s.host.hash)}};
+}
+
+std::vector<StaleStatic> stale_statics(const Trace& t) {
+  std::vector<StaleStatic> r;
+  if (!t.header.caps.run) return r;
+  for (auto& c : t.calls) {
+    if (c.failed) continue;  // the reuse engine never ran it: size-mismatch says why
+    for (auto& s : c.slots) {
+      if (s.role != SlotRole::static_input || !stale_before(t.header.caps, s) ||
+          !size_note(t, c, s).empty())
+        continue;
+      if (s.place.pool == BoPool::alias) continue;  // an aliased BO: alias-conflict
+      r.push_back({&c, &s, {}, false});
+    }
+  }
+  if (r.empty()) return r;  // a clean run derives nothing more
+  auto resident = residents(t);
+  // Per (namespace, bo_key, slot): the host hashes in call order, and whether one comes back
+  // after another was passed in between.
+  struct Seq {
+    uint64_t last = 0;
+    bool any = false, alternates = false;
+    std::set<uint64_t> seen;
+  };
+  std::map<std::tuple<std::string_view, std::string_view, int>, Seq> seqs;
+  for (auto& x : r) seqs[{x.call->ns, x.call->bo_key, x.slot->slot}];
+  for (auto& c : t.calls) {
+    if (c.failed) continue;
+    for (auto& s : c.slots) {
+      auto it = seqs.find({c.ns, c.bo_key, s.slot});
+      if (it == seqs.end() || s.host.source == ArraySource::placeholder) continue;
+      Seq& q = it->second;
+      if (q.any && s.host.hash != q.last && !q.seen.insert(s.host.hash).second) q.alternates = true;
+      if (!q.any) q.seen.insert(s.host.hash);
+      q.any = true;
+      q.last = s.host.hash;
+    }
+  }
+  for (auto& x : r) {
+    x.resident = resident[static_cast<size_t>(x.call->number - 1)][static_cast<size_t>(x.slot->slot)];
+    const TraceCall* by = t.call(x.resident.call);
+    bool other_layer = by && by->layer >= 0 && x.call->layer >= 0 && by->layer != x.call->layer;
+    x.collision = seqs[{x.call->ns, x.call->bo_key, x.slot->slot}].alternates || other_layer;
+  }
+  return r;
+}
 
 bool only_intermediates_stale(const TraceCall& c) {
   for (auto& s : c.slots)

@@ -175,8 +175,6 @@ TEST(TraceCheck_Registry, CoverageGapsWithRunOnly) {
   Capabilities c;
   c.run = true;
   EXPECT_EQ(gaps(c), (std::vector<Gap>{
-                         {"stale-static", false, "no_reuse"},
-                         {"key-collision", true, "no_reuse"},
                          {"static-clobber", false, "no_reuse"},
                          {"intermediate-read", false, "no_reuse, byte_diffs, access"},
                          {"partial-overwrite", false, "no_reuse, byte_diffs, access"},
@@ -189,8 +187,8 @@ TEST(TraceCheck_Registry, CoverageGapsWithRunOnly) {
 
 TEST(TraceCheck_Registry, CoverageGapsWithIdentitiesOnly) {
   EXPECT_EQ(gaps(Capabilities{}), (std::vector<Gap>{
-                                      {"stale-static", false, "run, no_reuse"},
-                                      {"key-collision", true, "run, no_reuse"},
+                                      {"stale-static", false, "run"},
+                                      {"key-collision", true, "run"},
                                       {"size-mismatch", true, "run"},
                                       {"static-clobber", false, "no_reuse"},
                                       {"intermediate-read", false,

@@ -65,12 +65,17 @@ TEST(TraceCheck_StaleStatic, ComparesWithWrittenHashNotHostHashOfFirstCall) {
   EXPECT_EQ(v[0].call, 2);
 }
 
-TEST(TraceCheck_StaleStatic, SilentWhenBindingDiffers) {
+// Names do not decide: a slot whose data moves on (11, 12) is stale-static whatever it is
+// bound to; data that comes back after other data (11, 12, 11) is key-collision's run part.
+TEST(TraceCheck_StaleStatic, BytesNotBindingNamesDecide) {
   auto b = stale_lut();
   b.at(2).slot(1).var("lut2");
   Trace t = b.build();
+  EXPECT_EQ(run_check(run_stale_static, t).size(), 1u);
+  EXPECT_TRUE(run_check(run_key_collision, t).empty());
+  b.call("rope", "rope_dec").statics({1}).token(2).slot(1).var("lut").hash(11);
+  t = b.build();
   EXPECT_TRUE(run_check(run_stale_static, t).empty());
-  // ... that is key-collision's run part.
   auto k = run_check(run_key_collision, t);
   ASSERT_EQ(k.size(), 1u) << describe(k);
   EXPECT_EQ(k[0].call, 2);
@@ -122,10 +127,29 @@ TEST(TraceCheck_StaleStatic, SilentWhenBoIsOfAnotherSize) {
   EXPECT_FALSE(run_check(run_size_mismatch, t).empty());
 }
 
-TEST(TraceCheck_StaleStatic, SilentWithoutNoReuseCapability) {
+// A plain recording (no no-reuse engine): the no-reuse engine would have written the host
+// array the call passed, so the BO's bytes before dispatch are compared with its hash.
+TEST(TraceCheck_StaleStatic, FiresWithoutNoReuseFromTheHostHash) {
   auto b = stale_lut();
   b.caps(only_caps(true, false));
+  b.at(2).slot(1).pre(11, 0);
+  auto v = run_check(run_stale_static, b.build());
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  EXPECT_EQ(v[0].call, 2);
+  EXPECT_EQ(v[0].slot, 1);
+  EXPECT_EQ(evidence(v[0], "device bytes before dispatch vs the call's host data"),
+            hash_pair(11, 12));
+}
+
+TEST(TraceCheck_StaleStatic, SilentWithoutNoReuseWhenTheBoHoldsTheHostData) {
+  auto b = stale_lut();
+  b.caps(only_caps(true, false));
+  b.at(2).slot(1).pre(12, 0);  // the BO already holds this call's data
   EXPECT_TRUE(run_check(run_stale_static, b.build()).empty());
+  auto p = stale_lut();  // a placeholder's bytes say nothing of what the call meant
+  p.caps(only_caps(true, false));
+  p.at(2).slot(1).placeholder("lut").hash(12).pre(11, 0);
+  EXPECT_TRUE(run_check(run_stale_static, p.build()).empty());
 }
 
 TEST(TraceCheck_StaleStatic, RepeatsMergeIntoFirstOccurrence) {
@@ -212,10 +236,12 @@ TEST(TraceCheck_KeyCollision, LintRepeatsMergeIntoFirstOccurrence) {
 }
 
 TEST(TraceCheck_KeyCollision, FiresWhenStaleStaticHoldsOtherBindingRun) {
-  // Vars: the lint part is silent, only the run sees the collision.
+  // Vars: the lint part is silent, only the run sees the collision: the next token's layer 0
+  // passes h0's bytes again (5, 6, 5: the data comes back).
   auto b = two_layers("proj_dec", "proj_dec");
   b.at(1).slot(1).var("h0");
   b.at(2).slot(1).var("h1");
+  b.call("proj", "proj_dec").statics({1}).layer(0).slot(1).var("h0").hash(5).pre(5, 5);
   auto v = run_check(run_key_collision, b.build());
   ASSERT_EQ(v.size(), 1u) << describe(v);
   const Finding& f = v[0];
@@ -236,13 +262,20 @@ TEST(TraceCheck_KeyCollision, SilentWithPerLayerKeysRun) {
   EXPECT_TRUE(run_check(run_key_collision, b.build()).empty());
 }
 
-TEST(TraceCheck_KeyCollision, SilentRunWhenResidentBindingIsTheSame) {
+// Data that moves on within one layer (5, 6) is stale-static; the same bytes with the resident
+// written by another layer's call is key-collision. Either way one error at call 2, slot 1.
+TEST(TraceCheck_KeyCollision, SilentRunWhenDataMovesOnInOneLayer) {
   auto b = two_layers("proj_dec", "proj_dec");
   b.at(1).slot(1).var("h0");
   b.at(2).slot(1).var("h0");
+  b.at(2).layer(0);
   Trace t = b.build();
   EXPECT_TRUE(run_check(run_key_collision, t).empty());
-  EXPECT_EQ(run_check(run_stale_static, t).size(), 1u);  // same binding: stale-static
+  EXPECT_EQ(run_check(run_stale_static, t).size(), 1u);
+  b.at(2).layer(1);
+  t = b.build();
+  EXPECT_EQ(run_check(run_key_collision, t).size(), 1u);
+  EXPECT_TRUE(run_check(run_stale_static, t).empty());
 }
 
 TEST(TraceCheck_KeyCollision, LintAndRunOfOneCallMergeKeepingLintMessage) {
@@ -914,6 +947,36 @@ TEST(TraceCheck_PartialOverwrite, LatentIsSupersededByLaterRealFinding) {
   EXPECT_FALSE(v[0].latent);
   EXPECT_EQ(v[0].occurrences, 2);
   EXPECT_TRUE(contains(v[0].message, "32 of 64 bytes were not written"));
+}
+
+}  // namespace
+}  // namespace bod
+
+namespace bod {
+namespace {
+
+// A plain recording: layer 1 runs on layer 0's weights at every token, found from the bytes
+// alone (no no-reuse engine, no labels); the twin with one key per layer is silent.
+TEST(TraceCheck_KeyCollision, FiresWithoutNoReuseOrLabelsFromTheBytes) {
+  auto run = [](bool shared_key) {
+    TraceBuilder b;
+    b.caps(only_caps(true, false));
+    b.kernel("proj", {"x", "w", "out"});
+    for (int t = 0; t < 2; ++t)
+      for (int l = 0; l < 2; ++l) {
+        std::string key = shared_key ? "proj_dec" : "proj_L" + std::to_string(l);
+        auto& s = b.call("proj", key).statics({1}).slot(1).var("arg1").hash(5 + l);
+        if (shared_key && (t > 0 || l > 0)) s.pre(5, 0);
+        if (!shared_key && t > 0) s.pre(5 + l, 0);
+      }
+    return run_check(run_key_collision, b.build());
+  };
+  auto v = run(true);
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  EXPECT_EQ(v[0].call, 2);
+  EXPECT_EQ(v[0].slot, 1);
+  EXPECT_EQ(v[0].occurrences, 2);  // calls 2 and 4: layer 1 at each token
+  EXPECT_TRUE(run(false).empty());
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "trace/spool.h"
 
+#include "trace/trace_io.h"
+
 #include <istream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -58,35 +60,33 @@ Result<std::string> trace_text_from_spool(std::istream& in, const std::string& n
   std::string program;
   for (auto& a : header.value("argv", ojson::array()))
     if (a.is_string()) program += (program.empty() ? "" : " ") + a.get<std::string>();
-  ojson h;
-  h["trace"] = "bo-doctor";
-  h["version"] = 1;
-  h["producer"] = header.value("producer", std::string("bo-doctor record"));
-  h["model"] = {{"name", program.empty() ? std::string("recorded run") : program}, {"path", ""}};
-  h["backend"] = {{"name", "recorded"}, {"host_emulated", false}, {"npu_launched", true}};
-  h["capabilities"] = {{"run", true},         {"no_reuse", summary.shadow},
-                       {"byte_diffs", false}, {"access", false},
-                       {"probe", false},      {"verify", false}};
-  h["kernels"] = kernels;
-  h["verify"] = {{"top_k", 0}, {"outputs", ojson::array()}};
+  Trace t;  // header, figures and end as the trace contract writes them (trace_io.h)
+  t.header.producer = header.value("producer", std::string("bo-doctor record"));
+  t.header.model_name = program.empty() ? std::string("recorded run") : program;
+  t.header.backend = "recorded";
+  t.header.host_emulated = false;
+  t.header.npu_launched = true;
+  t.header.caps.run = true;
+  t.header.caps.no_reuse = summary.shadow;
+  t.header.top_k = 0;
+  t.header.named_bindings = false;
+  ojson h = ojson::parse(trace_header_line(t));
+  h["kernels"] = kernels;  // the recorder's entries, in its order
   std::string out = h.dump() + "\n";
   size_t e = 0;
   for (size_t i = 0; i <= calls.size(); ++i) {
     for (; e < events.size() && events[e].first == i; ++e) out += events[e].second.dump() + "\n";
     if (i < calls.size()) out += calls[i].dump() + "\n";
   }
-  auto figures = [&](const char* engine, int e) {
-    ojson f;
-    f["type"] = "figures";
-    f["engine"] = engine;
-    f["calls"] = calls.size();
-    f["h2d_bytes"] = h2d[e];
-    f["bo_writes"] = writes[e];
-    out += f.dump() + "\n";
-  };
-  figures("reuse", 0);
-  if (summary.shadow) figures("no_reuse", 1);
-  if (summary.ended) out += ojson{{"type", "end"}, {"no_reuse_extra_calls", 0}}.dump() + "\n";
+  for (int e = 0; e < 2; ++e) {
+    EngineFigures& f = e == 0 ? t.reuse : t.noreuse;
+    f.calls = static_cast<long>(calls.size());
+    f.h2d_bytes = h2d[e];
+    f.writes = writes[e];
+  }
+  out += trace_figures_line(t, TraceEngine::reuse) + "\n";
+  if (summary.shadow) out += trace_figures_line(t, TraceEngine::no_reuse) + "\n";
+  if (summary.ended) out += trace_end_line(t) + "\n";
   return out;
 }
 

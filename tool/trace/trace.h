@@ -57,6 +57,9 @@ struct TraceHeader {
   std::vector<KernelInfo> kernels;
   std::vector<VerifySpec> verify;
   int top_k = 5;
+  // Host bindings' names identify the data bound (a model's tensor and var names). A recorder
+  // makes names up (argument index, layer label): they then say nothing a check may rely on.
+  bool named_bindings = true;
 };
 
 enum class SlotRole { input, static_input, intermediate };
