@@ -17,6 +17,7 @@
 #include "checks/registry.h"
 #include "core/input_file.h"
 #include "core/suggest.h"
+#include "core/write_atomic.h"
 #include "model/json_in.h"
 #include "report/report.h"
 #include "runner/host_data.h"
