@@ -230,6 +230,7 @@ Status apply_gate(Report& r, const GateOptions& g) {
     for (auto& f : fps) all += '\0' + f;
     grp.fingerprint = hash_hex(hash_bytes(all.data(), all.size()));
   }
+  count_findings(r);
   return ok_status();
 }
 

@@ -67,9 +67,8 @@ std::string render_junit(const Report& r) {
       if (first.emplace(k, &c).second) keys.push_back(k);
     }
   // Checks the trace could not feed at all are skipped (lint's plan-only trace included).
-  std::vector<CoverageGap> all_gaps = r.trace ? coverage_gaps(*r.trace) : r.gaps;
   std::map<std::string, const CoverageGap*> gaps;
-  for (auto& g : all_gaps)
+  for (auto& g : r.gaps)
     if (!g.partly) gaps[g.check] = &g;
   auto fails = [&](const Finding& f) {
     return f.status == FindingStatus::active && r.gate.fail_on != FailOn::never &&

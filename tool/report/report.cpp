@@ -1,5 +1,7 @@
 #include "report/report.h"
 
+#include <set>
+
 namespace bod {
 
 bool Report::fails() const {
@@ -10,13 +12,27 @@ bool Report::fails() const {
   return false;  // exit 1 and "fail" (README, exit codes)
 }
 
-const Finding* Report::first_error() const {
+void count_findings(Report& r) {
+  r.counts = FindingCounts{};
+  r.first_error_index = -1;
+  r.first_error_where.clear();
   const Finding* first = nullptr;
-  for (auto& f : findings)
-    if (f.status == FindingStatus::active && f.severity == Severity::error && f.call &&
-        (!first || f.call < first->call || (f.call == first->call && first->latent && !f.latent)))
+  for (size_t i = 0; i < r.findings.size(); ++i) {
+    const Finding& f = r.findings[i];
+    r.counts.known += f.status == FindingStatus::known;
+    r.counts.suppressed += f.status == FindingStatus::suppressed;
+    if (f.status != FindingStatus::active) continue;
+    r.counts.errors += f.severity == Severity::error;
+    r.counts.warnings += f.severity == Severity::warning;
+    r.counts.notes += f.severity == Severity::note;
+    if (f.severity == Severity::error && f.call &&
+        (!first || f.call < first->call || (f.call == first->call && first->latent && !f.latent))) {
       first = &f;
-  return first;
+      r.first_error_index = static_cast<long>(i);
+    }
+  }
+  const TraceCall* c = first && r.trace ? r.trace->call(first->call) : nullptr;
+  if (c) r.first_error_where = c->where();
 }
 
 std::string Report::location(const std::string& pointer) const {
@@ -35,17 +51,31 @@ Report build_report(const std::string& command, const Trace& t, bool timings,
   r.subject = subject.empty() ? t.header.model_path : subject;
   r.model_name = t.header.model_name;
   r.trace = &t;
+  r.calls = t.calls.size();
   r.timings = timings && t.timings;
   r.ran = t.header.caps.run;
   r.verified = t.header.caps.verify;
+  r.probed = t.header.caps.probe;
   FindingSink sink;
   run_checks(t, sink);
   if (r.verified) {
     r.verify = verify(t);
     add_verification_finding(r.verify, sink);
   }
-  if (r.ran) r.keys = key_table(t);
-  if (t.header.caps.probe)
+  if (r.ran) {
+    r.keys = key_table(t);
+    r.run = RunFigures{
+        t.header.backend, t.header.host_emulated, t.header.npu_launched, t.reuse, t.noreuse,
+        t.wall_s};
+    std::set<std::string> statics, inters;
+    for (auto& c : t.calls) {
+      if (!c.statics.empty()) statics.insert(c.path);
+      if (!c.inters.empty()) inters.insert(c.path);
+    }
+    r.static_sites = statics.size();
+    r.intermediate_sites = inters.size();
+  }
+  if (r.probed)
     for (auto& c : t.calls) {
       bool candidate = false, probed = false;
       for (auto& s : c.slots) {  // what the runner probes: intermediate, not also static
@@ -55,9 +85,14 @@ Report build_report(const std::string& command, const Trace& t, bool timings,
       r.probe_candidates += candidate;
       r.probed_calls += probed;
     }
-  if (command != "lint") r.gaps = coverage_gaps(t);
+  if (t.header.caps.no_reuse)
+    for (auto& c : t.calls)
+      if (c.diverged()) {
+        r.first_divergence = CallRef{c.number, c.where(), c.kernel};
+        break;
+      }
+  r.gaps = coverage_gaps(t);
   r.findings = sink.sorted();
-  (void)apply_gate(r, GateOptions{});  // the default gate cannot fail: no suppressions
   return r;
 }
 
