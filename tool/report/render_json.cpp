@@ -1,5 +1,6 @@
-// JSON report, schema_version kReportSchemaVersion (docs/report-format.md). Key order is fixed and no measured
-// time is included unless --timings, so the same model and seed give byte-identical output.
+// JSON report, schema_version kReportSchemaVersion (docs/report-format.md). Key order is fixed
+// and no measured time is included unless --timings, so the same model and seed give
+// byte-identical output.
 #include <cmath>
 #include <nlohmann/json.hpp>
 
