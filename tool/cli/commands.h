@@ -11,7 +11,7 @@ namespace bod {
 
 struct CommandOptions {
   std::string model;  // model.json (analyze: the trace file)
-  std::string format = "text";  // text | json | markdown | sarif | junit | html (any case)
+  std::string format = "text";  // report_formats() (classify: classify_formats()), any case
   std::string output;           // "" = stdout
   bool force = false;           // -o may replace a file that is not a bo-doctor report
   std::string backend = "cpu";

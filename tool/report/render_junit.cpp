@@ -70,10 +70,6 @@ std::string render_junit(const Report& r) {
   std::map<std::string, const CoverageGap*> gaps;
   for (auto& g : r.gaps)
     if (!g.partly) gaps[g.check] = &g;
-  auto fails = [&](const Finding& f) {
-    return f.status == FindingStatus::active && r.gate.fail_on != FailOn::never &&
-           static_cast<int>(f.severity) >= static_cast<int>(r.gate.fail_on);
-  };
   std::vector<const CheckInfo*> checks = selected_checks(r.gate);
   checks.push_back(&unused_suppression_info());
   std::ostringstream body;
@@ -115,7 +111,7 @@ std::string render_junit(const Report& r) {
       const Finding* failing = nullptr;
       std::string out;
       for (auto* f : c.findings) {
-        if (!failing && fails(*f)) failing = f;
+        if (!failing && r.fails(*f)) failing = f;
         out += finding_text(r, *f);
       }
       if (failing) {

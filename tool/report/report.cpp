@@ -4,11 +4,14 @@
 
 namespace bod {
 
+bool Report::fails(const Finding& f) const {
+  return f.status == FindingStatus::active && gate.fail_on != FailOn::never &&
+         static_cast<int>(f.severity) >= static_cast<int>(gate.fail_on);
+}
+
 bool Report::fails() const {
-  if (gate.fail_on == FailOn::never) return false;
   for (auto& f : findings)
-    if (f.status == FindingStatus::active && static_cast<int>(f.severity) >= static_cast<int>(gate.fail_on))
-      return true;
+    if (fails(f)) return true;
   return false;  // exit 1 and "fail" (README, exit codes)
 }
 

@@ -77,6 +77,7 @@ struct Report {
   std::map<std::string, TextPos> positions;
   // A new finding at or above --fail-on: exit 1 and verdict "fail".
   bool fails() const;
+  bool fails(const Finding& f) const;  // this one is such a finding
   std::string verdict() const { return fails() ? "fail" : "pass"; }
   bool lists_gaps() const { return command != "lint"; }
   // "model.json:12:9" for a finding's pointer when its position is known, else
