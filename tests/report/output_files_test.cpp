@@ -14,8 +14,8 @@
 #include <sstream>
 #include <string>
 
+#include "core/write_atomic.h"
 #include "support/scratch.h"
-#include "report/report.h"
 
 namespace bod {
 namespace {

@@ -17,7 +17,9 @@
 #include "checks/registry.h"
 #include "core/input_file.h"
 #include "core/suggest.h"
+#include "core/write_atomic.h"
 #include "model/json_in.h"
+#include "report/formats.h"
 #include "report/report.h"
 #include "runner/host_data.h"
 #include "runner/runner.h"
@@ -31,6 +33,36 @@ namespace {
 
 CommandResult fail(const Error& e) { return CommandResult{e.code, "", e.line()}; }
 
+// Whether the run is timed: --timings, or a report format that shows times (markdown). A timed
+// run copies on every write and sync (no shared buffers), so its times include what transfers
+// cost.
+bool timed_run(const CommandOptions& o) {
+  return o.timings || timed_format(o.format);
+}
+
+// classify's and list-checks' formats, read like report_formats() (report/formats.h).
+struct ClassifyFormat {
+  const char* name;
+  std::string (*render)(const std::string& model, const std::vector<SiteAdvice>& sites);
+};
+const std::vector<ClassifyFormat>& classify_format_table() {
+  static const std::vector<ClassifyFormat> t = {{"text", render_classify_text},
+                                                {"json", render_classify_json}};
+  return t;
+}
+
+std::string list_checks_text(const std::vector<const CheckInfo*>& infos);
+std::string list_checks_json(const std::vector<const CheckInfo*>& infos);
+struct ListChecksFormat {
+  const char* name;
+  std::string (*render)(const std::vector<const CheckInfo*>& infos);
+};
+const std::vector<ListChecksFormat>& list_checks_format_table() {
+  static const std::vector<ListChecksFormat> t = {{"text", list_checks_text},
+                                                  {"json", list_checks_json}};
+  return t;
+}
+
 Result<Plan> load_plan(const CommandOptions& o, Model& m) {
   auto lm = load_model(o.model);
   if (!lm) return lm.error();
@@ -39,7 +71,7 @@ Result<Plan> load_plan(const CommandOptions& o, Model& m) {
   if (!(o.max_memory_gib > 0) || o.max_memory_gib > 1 << 20)
     return Error{"--max-memory", "expected a number of GiB more than 0 and at most 1048576 (1 PiB)"};
   eo.max_bytes = static_cast<size_t>(o.max_memory_gib * double(1 << 30));
-  eo.share = !(o.timings || lower_ascii(o.format) == "markdown");  // as execute() runs it
+  eo.share = !timed_run(o);  // as execute() runs it
   auto p = expand(m, eo);
   if (!p) return p.error();
   auto mib = [](size_t b) { return double(b) / (1 << 20); };
@@ -207,13 +239,8 @@ CommandResult finish(const CommandOptions& o, Report r, const GateOptions& g) {
   }
   if (!o.write_baseline.empty())
     if (auto st = write_atomic(o.write_baseline, render_baseline(r)); !st) return fail(st.error());
-  std::string f = lower_ascii(o.format);
-  std::string text = f == "json" ? render_json(r)
-                     : f == "markdown" ? render_markdown(r)
-                     : f == "sarif" ? render_sarif(r)
-                     : f == "junit" ? render_junit(r)
-                     : f == "html" ? render_html(r)
-                                   : render_text(r);
+  const ReportFormat* f = find_format(report_formats(), o.format);  // checked before the run
+  std::string text = (f ? f : &report_formats().front())->render(r);
   return emit(o, std::move(text), r.fails() ? Exit::findings : Exit::ok);
 }
 
@@ -223,7 +250,6 @@ Result<Trace> execute(const CommandOptions& o, const Model& m, const Plan& p, co
   auto data = HostData::load(m);
   if (!data) return data.error();
   try {
-    // A timed run copies on every write and sync, so its times include what transfers cost.
     auto backend = open_backend(o, m, !ro.timings);
     return run_plan(p, o.model, data.value(), *backend, ro);
   } catch (const FatalError& e) {
@@ -232,11 +258,11 @@ Result<Trace> execute(const CommandOptions& o, const Model& m, const Plan& p, co
 }
 
 Status check_format(const std::string& format) {
-  static const std::vector<std::string> kFormats = {"text", "json", "markdown", "sarif", "junit", "html"};
-  std::string f = lower_ascii(format);
-  if (std::find(kFormats.begin(), kFormats.end(), f) != kFormats.end()) return ok_status();
-  return Error{"--format", "unknown format '" + format + "'" + did_you_mean(f, kFormats) +
-                               "; expected text, json, markdown, sarif, junit or html"};
+  if (find_format(report_formats(), format)) return ok_status();
+  auto names = format_names(report_formats());
+  return Error{"--format", "unknown format '" + format + "'" +
+                               did_you_mean(lower_ascii(format), names) + "; expected " +
+                               or_list(names)};
 }
 
 
@@ -254,6 +280,23 @@ std::vector<const CheckInfo*> all_check_infos() {
   for (auto& e : check_registry()) infos.push_back(e.info);
   infos.push_back(&unused_suppression_info());
   return infos;
+}
+
+std::string list_checks_text(const std::vector<const CheckInfo*>& infos) {
+  std::ostringstream s;
+  for (auto* i : infos) {
+    char line[64];
+    std::snprintf(line, sizeof line, "%-20s %-8s ", i->id, severity_name(i->severity));
+    s << line << i->title << "\n";
+  }
+  return s.str();
+}
+
+std::string list_checks_json(const std::vector<const CheckInfo*>& infos) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::array();
+  for (auto* i : infos)
+    j.push_back({{"id", i->id}, {"severity", severity_name(i->severity)}, {"title", i->title}});
+  return j.dump(2) + "\n";
 }
 
 }  // namespace
@@ -279,13 +322,12 @@ CommandResult cmd_check(const CommandOptions& o) {
   if (!p) return fail(at_model(o, p.error()));
   auto g = gate_options(o, &m);
   if (!g) return fail(g.error());
-  bool markdown = lower_ascii(o.format) == "markdown";
   Trace t = plan_trace(p.value(), o.model);
   if (!has_inconsistent_declarations(t)) {
     RunOptions ro;
     ro.probe = o.probe || o.probe_every_call;
     ro.probe_every_call = o.probe_every_call;
-    ro.timings = o.timings || markdown;  // the reuse block shows times
+    ro.timings = timed_run(o);
     ro.progress = progress_fn(o, "check");
     auto run = execute(o, m, p.value(), ro);
     if (!run) return fail(run.error());
@@ -294,7 +336,7 @@ CommandResult cmd_check(const CommandOptions& o) {
     spdlog::warn("config-error findings: the plan is not executed");
   }
   if (auto st = save_trace(o, t); !st) return fail(st.error());
-  return finish(o, build_report("check", t, o.timings || markdown), g.value());
+  return finish(o, build_report("check", t, timed_run(o)), g.value());
 }
 
 CommandResult cmd_analyze(const CommandOptions& o) {
@@ -319,11 +361,13 @@ CommandResult cmd_skeleton(const CommandOptions& o) {
 
 CommandResult cmd_classify(const CommandOptions& o) {
   if (auto st = check_outputs(o); !st) return fail(st.error());
-  std::string format = lower_ascii(o.format);
-  if (format != "text" && format != "json")
+  const ClassifyFormat* format = find_format(classify_format_table(), o.format);
+  if (!format) {
+    auto names = classify_formats();
     return fail(Error{"--format", "unknown format '" + o.format + "'" +
-                                      did_you_mean(format, {"text", "json"}) +
-                                      "; classify writes text or json"});
+                                      did_you_mean(lower_ascii(o.format), names) +
+                                      "; classify writes " + or_list(names)});
+  }
   Model m;
   auto p = load_plan(o, m);
   if (!p) return fail(at_model(o, p.error()));
@@ -333,28 +377,23 @@ CommandResult cmd_classify(const CommandOptions& o) {
   auto run = execute(o, m, p.value(), ro);
   if (!run) return fail(run.error());
   auto sites = classify(run.value());
-  return emit(o, format == "json" ? render_classify_json(o.model, sites)
-                                  : render_classify_text(o.model, sites),
-              any_corrupting(sites) ? Exit::findings : Exit::ok);
+  return emit(o, format->render(o.model, sites), any_corrupting(sites) ? Exit::findings : Exit::ok);
 }
 
 CommandResult cmd_list_checks(const std::string& format_in) {
-  std::string format = lower_ascii(format_in);
-  if (format != "text" && format != "json")
-    return fail(Error{"--format", "unknown format '" + format_in + "'; expected text or json"});
-  std::ostringstream s;
-  if (format == "json") {
-    nlohmann::ordered_json j = nlohmann::ordered_json::array();
-    for (auto* i : all_check_infos())
-      j.push_back({{"id", i->id}, {"severity", severity_name(i->severity)}, {"title", i->title}});
-    return {Exit::ok, j.dump(2) + "\n", ""};
-  }
-  for (auto* i : all_check_infos()) {
-    char line[64];
-    std::snprintf(line, sizeof line, "%-20s %-8s ", i->id, severity_name(i->severity));
-    s << line << i->title << "\n";
-  }
-  return {Exit::ok, s.str(), ""};
+  const ListChecksFormat* format = find_format(list_checks_format_table(), format_in);
+  if (!format)
+    return fail(Error{"--format", "unknown format '" + format_in + "'; expected " +
+                                      or_list(list_checks_formats())});
+  return {Exit::ok, format->render(all_check_infos()), ""};
+}
+
+std::vector<std::string> classify_formats() {
+  return format_names(classify_format_table());
+}
+
+std::vector<std::string> list_checks_formats() {
+  return format_names(list_checks_format_table());
 }
 
 CommandResult cmd_explain(const std::string& id) {

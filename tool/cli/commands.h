@@ -11,7 +11,7 @@ namespace bod {
 
 struct CommandOptions {
   std::string model;  // model.json (analyze: the trace file)
-  std::string format = "text";  // text | json | markdown | sarif | junit | html (any case)
+  std::string format = "text";  // report_formats() (classify: classify_formats()), any case
   std::string output;           // "" = stdout
   bool force = false;           // -o may replace a file that is not a bo-doctor report
   std::string backend = "cpu";
@@ -49,6 +49,11 @@ CommandResult cmd_analyze(const CommandOptions& o);
 // `o.model` names the trace file; writes the skeleton model.json (docs/skeleton.md).
 CommandResult cmd_skeleton(const CommandOptions& o);
 CommandResult cmd_list_checks(const std::string& format);
+
+// The --format values of classify and list-checks (first: the default), from the tables that
+// render them; lint, check and analyze take report_formats() (report/formats.h).
+std::vector<std::string> classify_formats();
+std::vector<std::string> list_checks_formats();
 CommandResult cmd_explain(const std::string& id);
 
 // `bo-doctor record`: the program to run under the recorder and where the trace goes.

@@ -19,7 +19,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
-#include "report/report.h"
+#include "core/write_atomic.h"
 #include "trace/spool.h"
 #include "trace/trace_io.h"
 

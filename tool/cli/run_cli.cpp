@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "core/suggest.h"
+#include "report/formats.h"
 
 namespace bod {
 
@@ -113,11 +114,11 @@ CommandResult run_cli(int argc, char** argv) {
   app.add_flag("-v,--verbose", verbose, "more logging on stderr (-vv for debug)");
   app.add_flag("-q,--quiet", quiet, "only errors on stderr (no progress line)");
   CommandOptions o;
-  const std::vector<std::string> report_formats = {"text", "json", "markdown", "sarif", "junit", "html"};
+  const std::vector<std::string> report_format_names = format_names(report_formats());
 
   auto* check = app.add_subcommand("check", "run every call with and without reuse and diagnose");
   add_model_flags(check, o);
-  add_report_flags(check, o, report_formats);
+  add_report_flags(check, o, report_format_names);
   add_gate_flags(check, o);
   auto* backend = check->add_option("--backend", o.backend, "cpu (reference device) or xrt");
   auto* device = check->add_option("--device", o.device, "XRT device index (--backend xrt only)");
@@ -139,7 +140,7 @@ CommandResult run_cli(int argc, char** argv) {
   auto* analyze = app.add_subcommand(
       "analyze", "run the checks on a saved or recorded trace (docs/trace-format.md)");
   analyze->add_option("TRACE", o.model, "trace file (JSON Lines), or - for stdin")->required();
-  add_report_flags(analyze, o, report_formats);
+  add_report_flags(analyze, o, report_format_names);
   add_gate_flags(analyze, o);
   analyze->footer(footer("  bo-doctor analyze run.trace.jsonl\n"
                          "  bo-doctor analyze run.trace.jsonl --format junit -o bo.junit.xml\n"));
@@ -156,7 +157,7 @@ CommandResult run_cli(int argc, char** argv) {
   auto* classify = app.add_subcommand(
       "classify", "infer each slot's role from behaviour and recommend reuse indices");
   add_model_flags(classify, o);
-  add_report_flags(classify, o, {"text", "json"});
+  add_report_flags(classify, o, classify_formats());
   auto* cbackend = classify->add_option("--backend", o.backend, "cpu (reference device) or xrt");
   classify->add_option("--timeout", o.timeout_s, "stop the whole run after SECONDS (exit 4; 0: none)");
   classify->footer(footer("  bo-doctor classify model.json\n"
@@ -164,7 +165,7 @@ CommandResult run_cli(int argc, char** argv) {
 
   auto* lint = app.add_subcommand("lint", "static checks of the plan, without running it");
   add_model_flags(lint, o);
-  add_report_flags(lint, o, report_formats);
+  add_report_flags(lint, o, report_format_names);
   add_gate_flags(lint, o);
   lint->footer(footer("  bo-doctor lint model.json\n  bo-doctor lint model.json --format json\n"));
 
@@ -185,7 +186,8 @@ CommandResult run_cli(int argc, char** argv) {
 
   std::string list_format = "text";
   auto* list = app.add_subcommand("list-checks", "list every check id");
-  list->add_option("--format", list_format, "text or json")->transform(format_of({"text", "json"}));
+  list->add_option("--format", list_format, or_list(list_checks_formats()))
+      ->transform(format_of(list_checks_formats()));
   list->footer(footer("  bo-doctor list-checks\n  bo-doctor list-checks --format json\n"));
   std::string id;
   auto* explain = app.add_subcommand("explain", "explain one check");

@@ -100,7 +100,8 @@ Status validate_check_ids(const std::vector<std::string>& ids, const std::string
   for (auto& id : ids)
     if (std::find(known.begin(), known.end(), id) == known.end())
       return Error{flag, "unknown check id '" + id + "'" + did_you_mean(id, known) +
-                             " (check ids: " + name_list(known, 20) + "; see bo-doctor list-checks)"};
+                             " (check ids: " + name_list(known, known.size()) +
+                             "; see bo-doctor list-checks)"};
   return ok_status();
 }
 
@@ -230,6 +231,7 @@ Status apply_gate(Report& r, const GateOptions& g) {
     for (auto& f : fps) all += '\0' + f;
     grp.fingerprint = hash_hex(hash_bytes(all.data(), all.size()));
   }
+  count_findings(r);
   return ok_status();
 }
 

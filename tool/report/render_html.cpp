@@ -171,36 +171,33 @@ cv.addEventListener('mouseleave',function(){tip.style.display='none';});
 }  // namespace
 
 std::string render_html(const Report& r) {
-  int counts[3] = {0, 0, 0};
-  for (auto& f : r.findings)
-    if (f.status == FindingStatus::active) counts[static_cast<int>(f.severity)]++;
+  const FindingCounts& n = r.counts;
   std::ostringstream o;
   o << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>bo-doctor "
     << esc(r.command) << " " << esc(r.subject) << "</title>\n<style>" << kStyle << "</style></head>\n<body>\n";
-  o << "<h1>bo-doctor " << esc(r.command) << ": " << esc(r.model_name.empty() ? r.subject : r.model_name)
+  o << "<h1>bo-doctor " << esc(r.command) << ": "
+    << esc(r.model_name.empty() ? r.subject : r.model_name)
     << "</h1>\n<p><span id=\"verdict\" class=\"verdict " << r.verdict() << "\">"
-    << (r.fails() ? "FAIL" : "PASS") << "</span> <span id=\"counts\" data-errors=\"" << counts[2]
-    << "\" data-warnings=\"" << counts[1] << "\" data-notes=\"" << counts[0] << "\">" << counts[2]
-    << " error(s), " << counts[1] << " warning(s), " << counts[0] << " note(s) in "
-    << r.groups.size() << " group(s)";
-  if (r.trace) o << ", " << r.trace->calls.size() << " calls";
+    << (r.fails() ? "FAIL" : "PASS") << "</span> <span id=\"counts\" data-errors=\"" << n.errors
+    << "\" data-warnings=\"" << n.warnings << "\" data-notes=\"" << n.notes << "\">" << n.errors
+    << " error(s), " << n.warnings << " warning(s), " << n.notes << " note(s) in "
+    << r.groups.size() << " group(s), " << r.calls << " calls";
   o << "</span> &middot; " << esc(r.subject) << " &middot; fail-on " << fail_on_name(r.gate.fail_on)
     << "</p>\n";
   // First bad call, as in the text report.
-  if (r.trace) {
-    if (const Finding* first = r.first_error())
-      o << "<p id=\"first-error\">First error: call " << first->call << " ("
-        << esc(r.trace->call(first->call)->where()) << "), " << esc(first->kernel)
-        << (first->slot >= 0 ? " slot " + std::to_string(first->slot) + " (" + esc(first->slot_name) + ")" : "")
-        << " &mdash; " << esc(first->check) << "</p>\n";
-  }
+  if (const Finding* first = r.first_error())
+    o << "<p id=\"first-error\">First error: call " << first->call << " ("
+      << esc(r.first_error_where) << "), " << esc(first->kernel)
+      << (first->slot >= 0
+              ? " slot " + std::to_string(first->slot) + " (" + esc(first->slot_name) + ")"
+              : "")
+      << " &mdash; " << esc(first->check) << "</p>\n";
 
   // The map's data: calls (number, phase, token, layer, kernel, bo_key, actions, diverged),
   // kernels' slot names, and marks (call, slot, what).
   J calls = J::array(), kernels = J::object(), marks = J::array();
   size_t cols = 0;
   if (r.trace) {
-    bool ran = r.trace->header.caps.run;
     for (auto& k : r.trace->header.kernels) {
       J names = J::array();
       for (auto& s : k.slots) names.push_back(s.name);
@@ -209,7 +206,7 @@ std::string render_html(const Report& r) {
     for (auto& c : r.trace->calls) {
       std::string acts;
       for (auto& s : c.slots) {
-        acts += action(c, s, ran);
+        acts += action(c, s, r.ran);
         if (s.diff_bytes) marks.push_back({c.number, s.slot, "diverged"});
       }
       cols = std::max(cols, c.slots.size());

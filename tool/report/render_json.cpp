@@ -1,5 +1,6 @@
-// JSON report, schema_version 2 (docs/report-format.md). Key order is fixed and no measured
-// time is included unless --timings, so the same model and seed give byte-identical output.
+// JSON report, schema_version kReportSchemaVersion (docs/report-format.md). Key order is fixed
+// and no measured time is included unless --timings, so the same model and seed give
+// byte-identical output.
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -50,12 +51,8 @@ J engine_json(const EngineFigures& e, bool timings) {
 }  // namespace
 
 std::string render_json(const Report& r) {
-  int counts[3] = {0, 0, 0}, known = 0, suppressed = 0;
   J findings = J::array();
   for (auto& f : r.findings) {
-    if (f.status == FindingStatus::active) counts[static_cast<int>(f.severity)]++;
-    known += f.status == FindingStatus::known;
-    suppressed += f.status == FindingStatus::suppressed;
     findings.push_back(finding_json(f));
     auto pos = r.positions.find(f.path);
     if (pos != r.positions.end())
@@ -80,29 +77,30 @@ std::string render_json(const Report& r) {
   j["model"] = {{"name", r.model_name}, {"path", r.model_path}};
   if (r.command == "analyze") j["trace"] = r.subject;
   j["summary"] = {{"verdict", r.verdict()},
-                  {"errors", counts[2]},
-                  {"warnings", counts[1]},
-                  {"notes", counts[0]},
-                  {"known", known},
-                  {"suppressed", suppressed},
+                  {"errors", r.counts.errors},
+                  {"warnings", r.counts.warnings},
+                  {"notes", r.counts.notes},
+                  {"known", r.counts.known},
+                  {"suppressed", r.counts.suppressed},
                   {"groups", r.groups.size()},
                   {"fail_on", fail_on_name(r.gate.fail_on)},
-                  {"calls", r.trace ? r.trace->calls.size() : 0}};
+                  {"calls", r.calls}};
   j["findings"] = findings;
   j["groups"] = groups;
-  if (r.command != "lint") {
+  if (r.lists_gaps()) {
     J gaps = J::array();
     for (auto& g : r.gaps)
       gaps.push_back({{"check", g.check}, {"ran", g.partly ? "partly" : "no"},
                       {"missing", g.missing}});
     j["not_run"] = gaps;
   }
-  if (r.trace && r.trace->header.caps.probe)
+  if (r.probed)
     j["probe_coverage"] = {{"probed_calls", r.probed_calls}, {"calls_with_intermediates", r.probe_candidates}};
   if (r.ran) {
-    const Trace& run = *r.trace;
-    j["backend"] = {{"name", run.header.backend}, {"host_emulated", run.header.host_emulated},
-                    {"npu_launched", run.header.npu_launched}};
+    const RunFigures& run = r.run;
+    j["backend"] = {{"name", run.backend},
+                    {"host_emulated", run.host_emulated},
+                    {"npu_launched", run.npu_launched}};
     J keys = J::array();
     for (auto& k : r.keys)
       keys.push_back({{"bo_key", k.bo_key}, {"kernel", k.kernel}, {"first_call", k.first_call},
@@ -136,6 +134,5 @@ std::string render_json(const Report& r) {
   }
   return j.dump(2) + "\n";
 }
-
 
 }  // namespace bod

@@ -67,14 +67,9 @@ std::string render_junit(const Report& r) {
       if (first.emplace(k, &c).second) keys.push_back(k);
     }
   // Checks the trace could not feed at all are skipped (lint's plan-only trace included).
-  std::vector<CoverageGap> all_gaps = r.trace ? coverage_gaps(*r.trace) : r.gaps;
   std::map<std::string, const CoverageGap*> gaps;
-  for (auto& g : all_gaps)
+  for (auto& g : r.gaps)
     if (!g.partly) gaps[g.check] = &g;
-  auto fails = [&](const Finding& f) {
-    return f.status == FindingStatus::active && r.gate.fail_on != FailOn::never &&
-           static_cast<int>(f.severity) >= static_cast<int>(r.gate.fail_on);
-  };
   std::vector<const CheckInfo*> checks = selected_checks(r.gate);
   checks.push_back(&unused_suppression_info());
   std::ostringstream body;
@@ -116,7 +111,7 @@ std::string render_junit(const Report& r) {
       const Finding* failing = nullptr;
       std::string out;
       for (auto* f : c.findings) {
-        if (!failing && fails(*f)) failing = f;
+        if (!failing && r.fails(*f)) failing = f;
         out += finding_text(r, *f);
       }
       if (failing) {

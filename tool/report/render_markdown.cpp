@@ -18,10 +18,7 @@ std::string ms(double s) {
 
 // "applied (...)" or "skipped (reason)" for one mechanism; `statics` picks B1 or B2.
 std::string mechanism(const Report& r, bool statics) {
-  size_t sites = 0;
-  std::set<std::string> paths;
-  for (auto& c : r.trace->calls)
-    if (!(statics ? c.statics : c.inters).empty() && paths.insert(c.path).second) ++sites;
+  size_t sites = statics ? r.static_sites : r.intermediate_sites;
   std::set<std::string> bad_checks = statics
       ? std::set<std::string>{"stale-static", "key-collision", "static-clobber", "placeholder-upload"}
       : std::set<std::string>{"intermediate-read", "partial-overwrite"};
@@ -67,7 +64,7 @@ std::string render_markdown(const Report& r) {
                    : "- not measured: the trace holds no run of both engines with an end-to-end "
                      "comparison\n");
   } else {
-    const Trace& run = *r.trace;
+    const RunFigures& run = r.run;
     double cosine = 1;
     for (auto& v : r.verify.outputs) cosine = std::min(cosine, v.cosine);
     char cs[32];
@@ -82,8 +79,8 @@ std::string render_markdown(const Report& r) {
       << ms(run.noreuse.first_calls_s) << " before, " << ms(run.reuse.first_calls_s) << " after\n"
       << "- Cosine vs baseline: " << cs  // the notes template's fixed label
       << "  | end-to-end verify: " << (r.verify.pass ? "PASS" : "FAIL") << "\n";
-    o << "\n_Measured by bo-doctor " << BOD_VERSION << " on the " << run.header.backend << " backend"
-      << (run.header.host_emulated ? " (host-emulated kernels)" : "") << ", " << run.calls.size()
+    o << "\n_Measured by bo-doctor " << BOD_VERSION << " on the " << run.backend << " backend"
+      << (run.host_emulated ? " (host-emulated kernels)" : "") << ", " << r.calls
       << " calls; per-call times are steady-state medians over the calls after each bo_key's "
          "first (" << run.reuse.steady_calls << " calls), both engines in the same process._\n";
   }

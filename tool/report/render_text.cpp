@@ -16,12 +16,6 @@ std::string fmt(const char* f, double v) {
   return b;
 }
 
-std::string where(const TraceCall* c) {
-  if (!c) return "";
-  std::string w = c->where();
-  return w.empty() ? c->phase : w;
-}
-
 // One group of findings: the lead finding in full, the rest as the slots, keys and calls
 // they add.
 void group(std::ostringstream& o, const Report& r, const FindingGroup& g) {
@@ -63,35 +57,21 @@ void group(std::ostringstream& o, const Report& r, const FindingGroup& g) {
 // The first bad call at a glance: the first error finding and the first diverging call.
 void first_bad(std::ostringstream& o, const Report& r) {
   const Finding* first = r.first_error();
-  int diverged = 0;
-  if (r.trace && r.trace->header.caps.no_reuse)
-    for (auto& c : r.trace->calls)
-      if (c.diverged()) {
-        diverged = c.number;
-        break;
-      }
-  if (diverged) {
-    const TraceCall* c = r.trace->call(diverged);
-    o << "first divergence: call " << diverged << ", " << where(c) << ", " << c->kernel << "\n";
-  }
+  const CallRef& d = r.first_divergence;
+  if (d.number)
+    o << "first divergence: call " << d.number << ", " << d.where << ", " << d.kernel << "\n";
   if (first) {
-    o << "first error: call " << first->call << ", " << where(r.trace ? r.trace->call(first->call) : nullptr)
-      << ", " << first->kernel;
+    o << "first error: call " << first->call << ", " << r.first_error_where << ", "
+      << first->kernel;
     if (first->slot >= 0) o << " slot " << first->slot << " (" << first->slot_name << ")";
     o << " -- " << first->check << "\n";
   }
-  if (diverged || first) o << "\n";
+  if (d.number || first) o << "\n";
 }
 }  // namespace
 
 std::string render_text(const Report& r) {
   std::ostringstream o;
-  int counts[3] = {0, 0, 0}, known = 0, suppressed = 0;
-  for (auto& f : r.findings) {
-    if (f.status == FindingStatus::active) counts[static_cast<int>(f.severity)]++;
-    known += f.status == FindingStatus::known;
-    suppressed += f.status == FindingStatus::suppressed;
-  }
   first_bad(o, r);
   size_t shown = 0, hidden_findings = 0;
   for (auto& g : r.groups) {
@@ -105,7 +85,7 @@ std::string render_text(const Report& r) {
   if (shown < r.groups.size())
     o << "... " << r.groups.size() - shown << " more finding group(s) (" << hidden_findings
       << " findings) not shown; --print-limit 0 shows all, --format json lists every finding\n";
-  if (!r.gaps.empty()) {
+  if (r.lists_gaps() && !r.gaps.empty()) {
     o << "\nchecks this trace could not feed:\n";
     for (auto& g : r.gaps)
       o << "  " << g.check << ": " << (g.partly ? "only its declaration part ran" : "not run")
@@ -127,13 +107,13 @@ std::string render_text(const Report& r) {
            "bo-doctor skeleton TRACE > model.json, fill in the bodies, bo-doctor check "
            "model.json --probe\n";
   }
-  if (r.trace && r.trace->header.caps.probe)
+  if (r.probed)
     o << "\nprobe coverage: probed " << r.probed_calls << " of " << r.probe_candidates
       << " calls with intermediate slots\n";
   if (r.ran) {
-    const Trace& run = *r.trace;
-    o << "\nbo_key first call vs later calls (backend " << run.header.backend
-      << (run.header.host_emulated ? ", host-emulated kernels" : ", NPU") << "):\n";
+    const RunFigures& run = r.run;
+    o << "\nbo_key first call vs later calls (backend " << run.backend
+      << (run.host_emulated ? ", host-emulated kernels" : ", NPU") << "):\n";
     o << "  bo_key                         first  calls  first-diverged  later-diverged  "
          "min-cos(first)  min-cos(later)  NaN(later)\n";
     for (auto& k : r.keys) {
@@ -190,12 +170,13 @@ std::string render_text(const Report& r) {
       o << "  the no-reuse dataflow ran " << v.noreuse_extra_calls
         << " calls of its own after the dataflows split\n";
   }
-  o << "\nbo-doctor " << r.command << " " << r.subject << ": " << counts[2] << " error(s), " << counts[1]
-    << " warning(s), " << counts[0] << " note(s)";
+  const FindingCounts& n = r.counts;
+  o << "\nbo-doctor " << r.command << " " << r.subject << ": " << n.errors << " error(s), "
+    << n.warnings << " warning(s), " << n.notes << " note(s)";
   if (r.groups.size() < r.findings.size()) o << " in " << r.groups.size() << " group(s)";
-  if (known) o << ", " << known << " known (baseline)";
-  if (suppressed) o << ", " << suppressed << " suppressed";
-  if (r.trace) o << ", " << r.trace->calls.size() << " calls";
+  if (n.known) o << ", " << n.known << " known (baseline)";
+  if (n.suppressed) o << ", " << n.suppressed << " suppressed";
+  o << ", " << r.calls << " calls";
   if (r.gate.fail_on != FailOn::error) o << ", fail-on " << fail_on_name(r.gate.fail_on);
   o << " -> " << (r.fails() ? "FAIL" : "PASS") << "\n";
   return o.str();

@@ -1,6 +1,8 @@
-// The result tree of a lint, check or analyze run, and its renderers. One tree, several
-// formats: text (compiler-style diagnostics), JSON (for CI gates), markdown (the reuse block
-// for a model's development notes). Built from a Trace by build_report.
+// The result tree of a lint, check or analyze run, and its renderers. One tree, six formats
+// (report/formats.h): text (compiler-style diagnostics), JSON (for CI gates), markdown (the
+// reuse block for a model's development notes), SARIF, JUnit and HTML. Built from a Trace by
+// build_report, then gated once by apply_gate; renderers read the tree, and the trace only for
+// per-call detail (the HTML map, JUnit's per-key cases, SARIF's related locations).
 #pragma once
 #include <map>
 #include <string>
@@ -17,45 +19,89 @@ namespace bod {
 
 inline constexpr int kReportSchemaVersion = 3;  // 3: gate (status, fingerprint, groups); 2: not_run
 
+// Active (new) findings by severity, and the ones the gate accepted: every format's summary.
+struct FindingCounts {
+  int errors = 0, warnings = 0, notes = 0;
+  int known = 0, suppressed = 0;
+};
+
+// A call as the first-bad-call lines name it.
+struct CallRef {
+  int number = 0;     // 0: none
+  std::string where;  // "decode t=3 l=1" (TraceCall::where)
+  std::string kernel;
+};
+
+// The run's backend and engine figures, as the trace recorded them.
+struct RunFigures {
+  std::string backend;
+  bool host_emulated = true, npu_launched = false;
+  EngineFigures reuse, noreuse;
+  double wall_s = 0;
+};
+
 struct Report {
   std::string command;     // "lint" | "check" | "analyze"
   std::string model_path;  // the file findings point into ("" when their paths stand alone)
   std::string subject;     // what the run read: the model, or for analyze the trace file
   std::string model_name;
   std::vector<Finding> findings;
-  const Trace* trace = nullptr;
+  const Trace* trace = nullptr;    // per-call detail only; never null in a built report
+  size_t calls = 0;                // calls in the trace
   bool ran = false;                // the trace holds a run: key table, figures
   bool verified = false;           // ... and the end-to-end comparison
+  bool probed = false;             // ... and probe runs: probe coverage
   std::vector<KeyRow> keys;
+  RunFigures run;                  // when ran
   Verification verify;
-  std::vector<CoverageGap> gaps;   // checks the trace could not (fully) feed
+  // Checks the trace could not (fully) feed. Text and JSON list them except for lint (a plan
+  // feeds no run checks: lists_gaps); JUnit marks them skipped.
+  std::vector<CoverageGap> gaps;
   bool timings = false;            // include measured times (not byte-identical across runs)
   // With probes: calls probed, of the calls that have intermediate slots to probe.
   int probed_calls = 0, probe_candidates = 0;
+  // Call sites (distinct call paths) declaring static / intermediate indices (markdown's B1/B2).
+  size_t static_sites = 0, intermediate_sites = 0;
+  // The first call whose outputs differ between the engines (a trace with no_reuse).
+  CallRef first_divergence;
+  // Set by apply_gate, from the findings' statuses:
   GateOptions gate;                // what fails the run, what is known or suppressed
-  std::vector<FindingGroup> groups;  // findings sharing a cause (apply_gate)
+  std::vector<FindingGroup> groups;  // findings sharing a cause
+  FindingCounts counts;
+  // The earliest new error tied to a call (a diverging one before a latent one on the same
+  // call): its index in findings (-1: none) and where its call is (TraceCall::where).
+  long first_error_index = -1;
+  std::string first_error_where;
   // Line and column in model.json of the JSON pointers findings name (set by the command
   // when the model file is at hand; empty for a trace without one).
   std::map<std::string, TextPos> positions;
   // A new finding at or above --fail-on: exit 1 and verdict "fail".
   bool fails() const;
+  bool fails(const Finding& f) const;  // this one is such a finding
   std::string verdict() const { return fails() ? "fail" : "pass"; }
+  bool lists_gaps() const { return command != "lint"; }
   // "model.json:12:9" for a finding's pointer when its position is known, else
   // "model.json:/program/..." (or the recorded "file.py:42").
   std::string location(const std::string& pointer) const;
-  // The earliest new error tied to a call (a diverging one before a latent one on the same
-  // call), or null: the "first error" line of the text and HTML reports.
-  const Finding* first_error() const;
+  // The "first error" line of the text and HTML reports, or null.
+  const Finding* first_error() const {
+    return first_error_index < 0 ? nullptr : &findings[static_cast<size_t>(first_error_index)];
+  }
 };
 
-// Runs every check and analysis on `t` and assembles the report. The trace must outlive it.
+// Runs every check and analysis on `t` and assembles the report, ungated: the caller applies
+// the gate next, exactly once (apply_gate; the renderers need its groups and counts). The
+// trace must outlive the report.
 Report build_report(const std::string& command, const Trace& t, bool timings,
                     const std::string& subject = "");
 
 // Applies the gate to a built report: check selection, fingerprints, baseline and
-// suppressions (an unused one becomes a note), groups. Exit 2 for an unknown check id in a
-// suppression.
+// suppressions (an unused one becomes a note), groups, then the counts and the first error.
+// Exit 2 for an unknown check id in a suppression.
 Status apply_gate(Report& r, const GateOptions& g);
+
+// The counts and the first error from the findings' statuses (apply_gate ends with it).
+void count_findings(Report& r);
 
 // The --write-baseline file for this report's findings (suppressed ones left out).
 std::string render_baseline(const Report& r);
@@ -68,16 +114,5 @@ std::string render_markdown(const Report& r);
 std::string render_sarif(const Report& r);
 std::string render_junit(const Report& r);
 std::string render_html(const Report& r);
-
-// Writes `text` to `path` atomically and durably: a temp file in the target's folder
-// (".NAME.tmp.PID"), written, fsynced, renamed over the target, then the folder fsynced.
-// "-" (or /dev/stdout) writes to stdout instead. An existing target must be a regular file
-// (a symlink, device, directory, FIFO or socket is refused, exit 2) and keeps its permission
-// bits. SIGINT/SIGTERM during the write remove the temp file (the process then dies of the
-// signal as before).
-Status write_atomic(const std::string& path, const std::string& text);
-
-// Tests only: called with the temp path once the temp file exists, before it is written.
-extern void (*g_write_atomic_test_hook)(const std::string& tmp);
 
 }  // namespace bod

@@ -1,0 +1,110 @@
+// The report tree and the formats table: build_report assembles an ungated report, apply_gate
+// (once) sets the groups, the counts and the first error every format shows; one table names
+// the report formats, their renderers and the one that times its run; the library's own format
+// checks name the formats from their tables.
+#include "report/report.h"
+
+#include <gtest/gtest.h>
+#include <spdlog/spdlog.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli/commands.h"
+#include "report/formats.h"
+#include "support/scratch.h"
+#include "trace/trace_io.h"
+
+namespace bod {
+namespace {
+
+class ReportTree : public testing::ScratchDirTest {
+ protected:
+  ReportTree() : ScratchDirTest("bod_report_tree") {}
+};
+
+// key_missing_layer: the layer-1 FFN call reuses layer 0's weights (call 22 diverges first).
+TEST_F(ReportTree, CountsAndFirstErrorAreSetByTheGateOnce) {
+  spdlog::set_level(spdlog::level::err);
+  CommandOptions o;
+  o.model = std::string(BOD_FIXTURES_DIR) + "/bugs/key_missing_layer/model.json";
+  o.format = "json";
+  o.save_trace = (dir_ / "run.trace.jsonl").string();
+  CommandResult c = cmd_check(o);
+  ASSERT_EQ(c.code, Exit::findings) << c.err;
+  auto summary = nlohmann::json::parse(c.out)["summary"];
+  auto t = read_trace(o.save_trace);
+  ASSERT_TRUE(t) << t.error().line();
+
+  Report r = build_report("check", t.value(), false);
+  // From the trace alone: the call count and the first diverging call.
+  EXPECT_EQ(r.calls, t->calls.size());
+  EXPECT_EQ(r.first_divergence.number, 22);
+  EXPECT_EQ(r.first_divergence.where, "decode t=0 l=1");
+  EXPECT_EQ(r.first_divergence.kernel, "o_ffn");
+  EXPECT_EQ(r.run.backend, t->header.backend);
+  EXPECT_EQ(r.run.reuse.h2d_bytes, t->reuse.h2d_bytes);
+  // Ungated: no groups, counts or first error yet.
+  EXPECT_TRUE(r.groups.empty());
+  EXPECT_EQ(r.counts.errors, 0);
+  EXPECT_EQ(r.first_error(), nullptr);
+
+  ASSERT_TRUE(apply_gate(r, GateOptions{}));
+  EXPECT_FALSE(r.groups.empty());
+  EXPECT_EQ(r.counts.errors, summary["errors"].get<int>());
+  EXPECT_EQ(r.counts.warnings, summary["warnings"].get<int>());
+  EXPECT_EQ(r.counts.notes, summary["notes"].get<int>());
+  EXPECT_GT(r.counts.errors, 0);
+  ASSERT_NE(r.first_error(), nullptr);
+  EXPECT_EQ(r.first_error()->call, 22);
+  EXPECT_EQ(r.first_error_where, "decode t=0 l=1");
+  EXPECT_NE(render_text(r).find("first error: call 22, decode t=0 l=1, o_ffn"), std::string::npos);
+
+  // A gate selecting a check with no error finding: no error counted, no first error.
+  GateOptions only;
+  only.checks = {"missed-static"};
+  ASSERT_TRUE(apply_gate(r, only));
+  EXPECT_EQ(r.counts.errors, 0);
+  EXPECT_EQ(r.first_error(), nullptr);
+  EXPECT_EQ(r.first_error_where, "");
+}
+
+TEST(ReportFormats, OneTableNamesRendersAndTimes) {
+  EXPECT_EQ(format_names(report_formats()),
+            (std::vector<std::string>{"text", "json", "markdown", "sarif", "junit", "html"}));
+  for (auto& f : report_formats()) EXPECT_EQ(f.timed, std::string(f.name) == "markdown") << f.name;
+  EXPECT_TRUE(timed_format("MarkDown"));
+  EXPECT_FALSE(timed_format("json"));
+  EXPECT_FALSE(timed_format("yaml"));
+  ASSERT_NE(find_format(report_formats(), "HTML"), nullptr);
+  EXPECT_EQ(find_format(report_formats(), "HTML")->render, &render_html);
+  EXPECT_EQ(find_format(report_formats(), "xml"), nullptr);
+  EXPECT_EQ(classify_formats(), (std::vector<std::string>{"text", "json"}));
+  EXPECT_EQ(list_checks_formats(), (std::vector<std::string>{"text", "json"}));
+  EXPECT_EQ(or_list({"text"}), "text");
+  EXPECT_EQ(or_list({"text", "json"}), "text or json");
+  EXPECT_EQ(or_list(format_names(report_formats())), "text, json, markdown, sarif, junit or html");
+}
+
+// The commands called as library functions (no CLI11 in front) refuse a format by name.
+TEST(ReportFormats, CommandsRefuseOtherFormatsNamingTheirOwn) {
+  CommandOptions o;
+  o.model = std::string(BOD_FIXTURES_DIR) + "/models/tutorial-mini/model.json";
+  o.format = "jsn";
+  CommandResult c = cmd_check(o);
+  EXPECT_EQ(c.code, Exit::bad_input);
+  EXPECT_EQ(c.err,
+            "--format: unknown format 'jsn'; did you mean 'json'?; expected text, json, "
+            "markdown, sarif, junit or html");
+  o.format = "markdown";
+  c = cmd_classify(o);
+  EXPECT_EQ(c.code, Exit::bad_input);
+  EXPECT_EQ(c.err, "--format: unknown format 'markdown'; classify writes text or json");
+  c = cmd_list_checks("xml");
+  EXPECT_EQ(c.code, Exit::bad_input);
+  EXPECT_EQ(c.err, "--format: unknown format 'xml'; expected text or json");
+  EXPECT_EQ(cmd_list_checks("JSON").code, Exit::ok);
+}
+
+}  // namespace
+}  // namespace bod
