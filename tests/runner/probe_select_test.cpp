@@ -33,8 +33,7 @@ struct Calls {
     PlanCall c;
     c.number = ++number;
     c.kernel = &kernel;
-    c.bo_key = key;
-    c.cache = cache;
+    c.key = {cache, key};
     c.env = {{"n", n}, {"t", number}};  // t: a loop variable, not a kernel param
     c.slot_shapes = {{n, 8}, {n, 8}, {n, 8}};
     c.slot_bytes = {size_t(n) * 16, size_t(n) * 16, size_t(n) * 16};

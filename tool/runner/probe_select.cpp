@@ -8,7 +8,7 @@ std::vector<std::vector<int>> ProbeSelection::select(const PlanCall& c) {
   size_t n = c.kernel->slots.size();
   std::vector<std::vector<int>> groups;
   if (rule_.all) {
-    if (++calls_all_[c.bo_key] > rule_.calls_per_key) return groups;
+    if (++calls_all_[c.key.bo_key] > rule_.calls_per_key) return groups;
     for (size_t s = 0; s < n; ++s) groups.push_back({static_cast<int>(s)});
     return groups;
   }
@@ -18,7 +18,7 @@ std::vector<std::vector<int>> ProbeSelection::select(const PlanCall& c) {
       slots.push_back(r.index);
   if (slots.empty()) return groups;
   if (!rule_.every_call) {
-    Seen& seen = seen_[{c.cache, c.bo_key}];
+    Seen& seen = seen_[c.key];
     std::vector<int64_t> sig = signature(c);
     if (seen.calls >= rule_.calls_per_key && seen.signatures.count(sig)) return groups;
     seen.calls++;

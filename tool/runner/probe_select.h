@@ -7,7 +7,6 @@
 #include <map>
 #include <set>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "plan/plan.h"
@@ -44,7 +43,7 @@ class ProbeSelection {
     int calls = 0;
     std::set<std::vector<int64_t>> signatures;
   };
-  std::map<std::pair<std::string, std::string>, Seen> seen_;  // (cache, bo_key)
+  std::map<BoKeyId, Seen> seen_;
 };
 
 }  // namespace bod
