@@ -324,8 +324,8 @@ TEST(Loader, BaseModelIsValid) {
   auto p = expand(m.value());
   ASSERT_TRUE(p) << p.error().line();
   EXPECT_EQ(p->calls.size(), 1u + 2 * 2 * 2);
-  EXPECT_EQ(p->calls[2].bo_key, "proj_L0");
-  EXPECT_EQ(p->calls[4].bo_key, "proj_L1");
+  EXPECT_EQ(p->calls[2].key.bo_key, "proj_L0");
+  EXPECT_EQ(p->calls[4].key.bo_key, "proj_L1");
   EXPECT_EQ(p->calls[4].args[1].text, "w[1]");
   EXPECT_EQ(p->calls[4].where.str(), "decode t=0 l=1");
   EXPECT_TRUE(HostData::load(m.value()));
@@ -419,14 +419,14 @@ TEST_F(LlamaTiny, CallCounts) {
 
 TEST_F(LlamaTiny, BoKeysAndWhere) {
   ASSERT_NE(plan_, nullptr);
-  EXPECT_EQ(call(1).bo_key, "rms_gemms_rope_L0");
-  EXPECT_EQ(call(2).bo_key, "attention_L0");
-  EXPECT_EQ(call(6).bo_key, "o_ffn_L1");
-  EXPECT_EQ(call(13).bo_key, "lm_head_pre_p0");
-  EXPECT_EQ(call(16).bo_key, "lm_head_pre_p3");
-  EXPECT_EQ(call(17).bo_key, "rms_gemms_rope_dec_L0");
-  EXPECT_EQ(call(33).bo_key, "rms_gemms_rope_dec_L0");  // token 1, layer 0
-  EXPECT_EQ(call(144).bo_key, "lm_head_dec_p3");
+  EXPECT_EQ(call(1).key.bo_key, "rms_gemms_rope_L0");
+  EXPECT_EQ(call(2).key.bo_key, "attention_L0");
+  EXPECT_EQ(call(6).key.bo_key, "o_ffn_L1");
+  EXPECT_EQ(call(13).key.bo_key, "lm_head_pre_p0");
+  EXPECT_EQ(call(16).key.bo_key, "lm_head_pre_p3");
+  EXPECT_EQ(call(17).key.bo_key, "rms_gemms_rope_dec_L0");
+  EXPECT_EQ(call(33).key.bo_key, "rms_gemms_rope_dec_L0");  // token 1, layer 0
+  EXPECT_EQ(call(144).key.bo_key, "lm_head_dec_p3");
   EXPECT_EQ(call(6).where.phase, "prefill");
   EXPECT_EQ(call(6).where.layer, 1);
   EXPECT_EQ(call(6).where.token, -1);

@@ -73,7 +73,7 @@ class ReuseEngine {
                          Prepared& p, bool& not_run);
   Backend& b_;
   bool hash_writes_ = true;
-  std::map<std::pair<std::string, std::string>, const PlanCall*> keys_;  // (cache, key) -> first
+  std::map<BoKeyId, const PlanCall*> keys_;  // key -> its first call
   std::vector<BoHandle> bos_;  // by Placement::bo (kNone: not allocated yet)
   std::map<BoHandle, LastChange> changed_;
   std::set<BoHandle> zero_byte_;  // BOs the real engine allocates with 0 bytes

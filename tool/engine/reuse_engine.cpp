@@ -24,7 +24,7 @@ Prepared ReuseEngine::prepare(const PlanCall& c, const std::vector<HostSlot>& ho
     return p;
   }
   bool fresh = c.key_first_call == c.number;
-  auto [kit, known] = keys_.try_emplace(std::make_pair(c.cache, c.bo_key), &c);
+  auto [kit, known] = keys_.try_emplace(c.key, &c);
   (void)known;
   const PlanCall& first = *kit->second;
   bool not_run = false;  // the engine writes its slots but bo-doctor cannot model the launch
@@ -35,11 +35,11 @@ Prepared ReuseEngine::prepare(const PlanCall& c, const std::vector<HostSlot>& ho
     if (!bind(c, si, w)) {  // beyond the BO list the key's first call set up
       if (!p.failed)
         p.error = skip ? "the real launch binds only the " + std::to_string(first.place.size()) +
-                             " BOs of bo_key '" + c.bo_key + "' (call " +
+                             " BOs of bo_key '" + c.key.bo_key + "' (call " +
                              std::to_string(first.number) + "); the kernel never sees argument " +
                              std::to_string(s) + " and bo-doctor does not model that launch"
                        : "the real engine raises IndexError writing argument " + std::to_string(s) +
-                             ": bo_key '" + c.bo_key + "' has " +
+                             ": bo_key '" + c.key.bo_key + "' has " +
                              std::to_string(first.place.size()) + " BOs (R675-688)";
       p.failed = true;
       continue;
@@ -82,8 +82,9 @@ bool ReuseEngine::placeholder_write(const PlanCall& c, size_t s, bool skip, bool
   if (zero_byte_.count(w.bo) && (skip || placeholder) && !not_run) {
     not_run = true;
     if (!p.failed)
-      p.error = "slot " + name + " has a 0-byte BO (an empty placeholder at the first call of "
-                "bo_key '" + c.bo_key + "'); bo-doctor does not model what the kernel reads there";
+      p.error = "slot " + name +
+                " has a 0-byte BO (an empty placeholder at the first call of bo_key '" +
+                c.key.bo_key + "'); bo-doctor does not model what the kernel reads there";
   }
   if (skip || p.failed) return false;
   if (placeholder && arg.placeholder == Binding::Placeholder::broadcast) {

@@ -50,8 +50,7 @@ struct Checker {
            (even ? "even " : "") + "integer";
   }
   std::string dtypes() const {
-    const std::string op = c.info->name;
-    if (op == "copy" || op == "cast" || op == "fill") return "";
+    if (c.info->any_dtype) return "";
     for (const auto& [role, ref] : c.operands) {
       const bool want_i32 = role == "ids" || role == "kv_len";
       if (want_i32 && ref.dtype != DType::i32)
@@ -134,6 +133,40 @@ struct Checker {
 
 }  // namespace
 
+namespace detail {
+
+std::string check_gemm(const OpCall& c) {
+  return Checker{c}.gemm();
+}
+std::string check_norm(const OpCall& c) {
+  return Checker{c}.norm();
+}
+std::string check_rope(const OpCall& c) {
+  return Checker{c}.rope();
+}
+std::string check_silu_mul(const OpCall& c) {
+  Checker k{c};
+  return first(k.same2d("up", "gate"), k.same2d("out", "gate"));
+}
+std::string check_add(const OpCall& c) {
+  Checker k{c};
+  return first(k.same_numel("b", "a"), k.same_numel("out", "a"));
+}
+std::string check_softmax(const OpCall& c) {
+  return Checker{c}.same2d("out", "x");
+}
+std::string check_attention(const OpCall& c) {
+  return Checker{c}.attention();
+}
+std::string check_embedding(const OpCall& c) {
+  return Checker{c}.embedding();
+}
+std::string check_convert(const OpCall& c) {
+  return Checker{c}.same_numel("out", "src");
+}
+
+}  // namespace detail
+
 std::string check_op_shapes(const OpCall& call) {
   if (!call.info) return "op call has no op";
   const std::string op = call.info->name;
@@ -145,19 +178,8 @@ std::string check_op_shapes(const OpCall& call) {
     for (const auto& o : call.info->operands) known = known || role == o.role;
     if (!known) return op + ": unknown operand " + role;
   }
-  Checker k{call};
-  std::string e = k.dtypes();
-  if (e.empty()) {
-    if (op == "gemm" || op == "gemv") e = k.gemm();
-    else if (op == "rmsnorm" || op == "layernorm") e = k.norm();
-    else if (op == "rope") e = k.rope();
-    else if (op == "silu_mul") e = first(k.same2d("up", "gate"), k.same2d("out", "gate"));
-    else if (op == "add") e = first(k.same_numel("b", "a"), k.same_numel("out", "a"));
-    else if (op == "softmax") e = k.same2d("out", "x");
-    else if (op == "attention") e = k.attention();
-    else if (op == "embedding") e = k.embedding();
-    else if (op == "copy" || op == "cast") e = k.same_numel("out", "src");
-  }
+  std::string e = Checker{call}.dtypes();
+  if (e.empty() && call.info->check_shapes) e = call.info->check_shapes(call);
   return e.empty() ? e : op + ": " + e;
 }
 

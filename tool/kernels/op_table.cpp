@@ -1,10 +1,12 @@
-// The op table: names, operands, params and one-line docs of every reference op, plus the
-// small queries on it (lookup, param defaults, rows written). Shape checks: op_shapes.cpp;
-// the ops themselves: ops.cpp, ops_matmul.cpp.
+// The op table: names, operands, params, one-line docs, shape check and implementation of
+// every reference op (one row each), plus the small queries on it (lookup, param defaults,
+// rows written). Shape checks: op_shapes.cpp; the ops themselves: ops.cpp, ops_matmul.cpp.
 #include "kernels/op_table.h"
 
 #include <cmath>
 #include <stdexcept>
+
+#include "kernels/op_util.h"
 
 namespace bod {
 
@@ -21,15 +23,26 @@ std::vector<ParamSpec> with_rows(std::vector<ParamSpec> p) {
   return p;
 }
 
+// A reference op's row: its docs, operands and params, then its shape check and
+// implementation (op_util.h); `any_dtype` for the ops that convert.
+OpInfo op(OpInfo row, std::string (*check_shapes)(const OpCall&), void (*compute)(const OpCall&),
+          bool any_dtype = false) {
+  row.check_shapes = check_shapes;
+  row.compute = compute;
+  row.any_dtype = any_dtype;
+  return row;
+}
+
 OpInfo gemm_like(const char* name, const char* summary) {
-  return {name,
-          summary,
-          {{"a", true, R}, {"b", true, R}, {"bias", false, R}, {"out", true, W}},
-          with_rows({
-              {"transpose_b", false, 0, "1: b is [N,K] and used transposed; 0: b is [K,N]"},
-              {"accumulate", false, 0,
-               "1: out = out + a@b (+bias), reading out before writing it (NPU bug pattern)"},
-          })};
+  return op({name,
+             summary,
+             {{"a", true, R}, {"b", true, R}, {"bias", false, R}, {"out", true, W}},
+             with_rows({
+                 {"transpose_b", false, 0, "1: b is [N,K] and used transposed; 0: b is [K,N]"},
+                 {"accumulate", false, 0,
+                  "1: out = out + a@b (+bias), reading out before writing it (NPU bug pattern)"},
+             })},
+            detail::check_gemm, detail::run_gemm);
 }
 
 std::vector<OpInfo> build_table() {
@@ -38,64 +51,71 @@ std::vector<OpInfo> build_table() {
   t.push_back(gemm_like("gemv",
                         "matrix-vector product: out[1,N] = a[1,K] @ b[K,N] (+ bias[N]); "
                         "same rules as gemm"));
-  t.push_back({"rmsnorm",
-               "out = x / sqrt(mean(x^2) + eps) * weight, per row",
-               {{"x", true, R}, {"weight", true, R}, {"out", true, W}},
-               with_rows({{"eps", false, 1e-5, "added to the mean square"}})});
-  t.push_back({"layernorm",
-               "out = (x - mean) / sqrt(var + eps) * weight + bias, per row",
-               {{"x", true, R}, {"weight", true, R}, {"bias", false, R}, {"out", true, W}},
-               with_rows({{"eps", false, 1e-5, "added to the variance"}})});
-  t.push_back({"rope",
-               "rotary embedding, rotate-half per head; lut row r = [cos(head_dim/2), "
-               "sin(head_dim/2)] for row r's position, once or repeated per head; out may be x",
-               {{"x", true, R}, {"lut", true, R}, {"out", true, W}},
-               with_rows({{"head_dim", true, 0, "head size; x columns are a multiple of it"}})});
-  t.push_back({"silu_mul",
-               "out = silu(gate) * up = gate * sigmoid(gate) * up, elementwise",
-               {{"gate", true, R}, {"up", true, R}, {"out", true, W}},
-               with_rows({})});
-  t.push_back({"add",
-               "out = a + b, elementwise (residual add)",
-               {{"a", true, R}, {"b", true, R}, {"out", true, W}},
-               with_rows({})});
-  t.push_back({"softmax",
-               "out = softmax(x) per row (max-subtracted, f32)",
-               {{"x", true, R}, {"out", true, W}},
-               with_rows({})});
-  t.push_back(
+  t.push_back(op({"rmsnorm",
+                  "out = x / sqrt(mean(x^2) + eps) * weight, per row",
+                  {{"x", true, R}, {"weight", true, R}, {"out", true, W}},
+                  with_rows({{"eps", false, 1e-5, "added to the mean square"}})},
+                 detail::check_norm, detail::run_rmsnorm));
+  t.push_back(op({"layernorm",
+                  "out = (x - mean) / sqrt(var + eps) * weight + bias, per row",
+                  {{"x", true, R}, {"weight", true, R}, {"bias", false, R}, {"out", true, W}},
+                  with_rows({{"eps", false, 1e-5, "added to the variance"}})},
+                 detail::check_norm, detail::run_layernorm));
+  t.push_back(op({"rope",
+                  "rotary embedding, rotate-half per head; lut row r = [cos(head_dim/2), "
+                  "sin(head_dim/2)] for row r's position, once or repeated per head; out may be x",
+                  {{"x", true, R}, {"lut", true, R}, {"out", true, W}},
+                  with_rows({{"head_dim", true, 0, "head size; x columns are a multiple of it"}})},
+                 detail::check_rope, detail::run_rope));
+  t.push_back(op({"silu_mul",
+                  "out = silu(gate) * up = gate * sigmoid(gate) * up, elementwise",
+                  {{"gate", true, R}, {"up", true, R}, {"out", true, W}},
+                  with_rows({})},
+                 detail::check_silu_mul, detail::run_silu_mul));
+  t.push_back(op({"add",
+                  "out = a + b, elementwise (residual add)",
+                  {{"a", true, R}, {"b", true, R}, {"out", true, W}},
+                  with_rows({})},
+                 detail::check_add, detail::run_add));
+  t.push_back(op({"softmax",
+                  "out = softmax(x) per row (max-subtracted, f32)",
+                  {{"x", true, R}, {"out", true, W}},
+                  with_rows({})},
+                 detail::check_softmax, detail::run_softmax));
+  t.push_back(op(
       {"attention",
        "grouped-query scaled dot-product attention: q[Sq,heads*head_dim] over the first "
        "kv_len rows of k, v [Sk,kv_heads*head_dim]; query row i sits at position "
        "kv_len - Sq + i",
-       {{"q", true, R},
-        {"k", true, R},
-        {"v", true, R},
-        {"kv_len", false, R},
-        {"out", true, W}},
+       {{"q", true, R}, {"k", true, R}, {"v", true, R}, {"kv_len", false, R}, {"out", true, W}},
        with_rows({
            {"heads", true, 0, "query heads"},
            {"kv_heads", true, 0, "key/value heads; query head h uses kv head h/(heads/kv_heads)"},
            {"head_dim", true, 0, "size of one head"},
            {"causal", false, 1, "1: row i attends only to kv rows at positions <= its own"},
-       })});
-  t.push_back({"embedding",
-               "out row r = table row ids[r]; an id outside [0,V) writes a row of NaN",
-               {{"table", true, R}, {"ids", true, R}, {"out", true, W}},
-               with_rows({})});
-  t.push_back({"copy",
-               "out = src converted to out's dtype (same element count)",
-               {{"src", true, R}, {"out", true, W}},
-               with_rows({})});
-  t.push_back({"cast",
-               "out = src converted to out's dtype (same element count; bf16 rounds to "
-               "nearest even)",
-               {{"src", true, R}, {"out", true, W}},
-               with_rows({})});
-  t.push_back({"fill",
-               "out = value everywhere",
-               {{"out", true, W}},
-               with_rows({{"value", false, 0, "the value written"}})});
+       })},
+      detail::check_attention, detail::run_attention));
+  t.push_back(op({"embedding",
+                  "out row r = table row ids[r]; an id outside [0,V) writes a row of NaN",
+                  {{"table", true, R}, {"ids", true, R}, {"out", true, W}},
+                  with_rows({})},
+                 detail::check_embedding, detail::run_embedding));
+  t.push_back(op({"copy",
+                  "out = src converted to out's dtype (same element count)",
+                  {{"src", true, R}, {"out", true, W}},
+                  with_rows({})},
+                 detail::check_convert, detail::run_convert, true));
+  t.push_back(op({"cast",
+                  "out = src converted to out's dtype (same element count; bf16 rounds to "
+                  "nearest even)",
+                  {{"src", true, R}, {"out", true, W}},
+                  with_rows({})},
+                 detail::check_convert, detail::run_convert, true));
+  t.push_back(op({"fill",
+                  "out = value everywhere",
+                  {{"out", true, W}},
+                  with_rows({{"value", false, 0, "the value written"}})},
+                 nullptr, detail::run_fill, true));
   return t;
 }
 

@@ -37,7 +37,8 @@ struct OpInfo {
   std::vector<OperandSpec> operands;
   std::vector<ParamSpec> params;
   // Host-only actions (host_actions.h) carry their own shape check and run; both null for a
-  // reference op, which run_op runs. Callers test `run` instead of looking the name up.
+  // reference op (which has check_shapes and compute below). Callers test `run` instead of
+  // looking the name up.
   std::string (*check)(const OpCall&) = nullptr;
   std::string (*run)(const OpCall&, std::vector<int32_t>* tokens) = nullptr;
   // For an action that writes only part of its write operand (write_rows: a few rows of a KV
@@ -45,6 +46,14 @@ struct OpInfo {
   // Called with the operands bound and before the shape check: an invalid call answers with
   // the whole operand. Null: it writes all of it.
   std::pair<size_t, size_t> (*written_part)(const OpCall&) = nullptr;
+  // A reference op's own shape check, after the ones every op gets (operands bound and known,
+  // dtypes): "" or the message without the op's name. Null: nothing more to check.
+  std::string (*check_shapes)(const OpCall&) = nullptr;
+  // A reference op's implementation (what run_op runs).
+  void (*compute)(const OpCall&) = nullptr;
+  // Operands of any dtype (the op converts: copy, cast, fill). Otherwise bf16 or f32, and i32
+  // for `ids` and `kv_len`.
+  bool any_dtype = false;
 };
 
 const std::vector<OpInfo>& op_table();

@@ -2,6 +2,7 @@
 // loads/stores between tensors and f32 buffers, so hot loops never switch per element.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "kernels/op_table.h"
@@ -20,7 +21,28 @@ int32_t load_i32(const TensorRef& t, int64_t i);
 
 inline bool is_float(DType t) { return t == DType::bf16 || t == DType::f32; }
 
-void run_gemm(const OpCall& call);
+// The op table's columns (op_table.cpp): each reference op's own shape check (op_shapes.cpp)
+// and implementation (ops.cpp, ops_matmul.cpp).
+std::string check_gemm(const OpCall& call);  // gemm, gemv
+std::string check_norm(const OpCall& call);  // rmsnorm, layernorm
+std::string check_rope(const OpCall& call);
+std::string check_silu_mul(const OpCall& call);
+std::string check_add(const OpCall& call);
+std::string check_softmax(const OpCall& call);
+std::string check_attention(const OpCall& call);
+std::string check_embedding(const OpCall& call);
+std::string check_convert(const OpCall& call);  // copy, cast
+
+void run_gemm(const OpCall& call);  // gemm, gemv
+void run_rmsnorm(const OpCall& call);
+void run_layernorm(const OpCall& call);
+void run_rope(const OpCall& call);
+void run_silu_mul(const OpCall& call);
+void run_add(const OpCall& call);
+void run_softmax(const OpCall& call);
 void run_attention(const OpCall& call);
+void run_embedding(const OpCall& call);
+void run_convert(const OpCall& call);  // copy, cast
+void run_fill(const OpCall& call);
 
 }  // namespace bod::detail

@@ -127,6 +127,17 @@ void run_norm(const OpCall& c, bool layer) {
   }
 }
 
+}  // namespace
+
+namespace detail {
+
+void run_rmsnorm(const OpCall& c) {
+  run_norm(c, false);
+}
+void run_layernorm(const OpCall& c) {
+  run_norm(c, true);
+}
+
 void run_rope(const OpCall& c) {
   const auto &x = c.operand("x"), &lut = c.operand("lut"), &out = c.operand("out");
   const int64_t rows = rows_written(c), C = x.cols();
@@ -176,7 +187,7 @@ void run_embedding(const OpCall& c) {
   }
 }
 
-void run_copy(const OpCall& c) {
+void run_convert(const OpCall& c) {
   const auto &src = c.operand("src"), &out = c.operand("out");
   const int64_t n = rows_written(c) * out.cols();
   if (src.dtype == out.dtype) {
@@ -186,30 +197,29 @@ void run_copy(const OpCall& c) {
   elementwise(&src, nullptr, out, n, [](float a, float) { return a; });
 }
 
-}  // namespace
+void run_silu_mul(const OpCall& c) {
+  const TensorRef& out = c.operand("out");
+  elementwise(&c.operand("gate"), &c.operand("up"), out, rows_written(c) * out.cols(),
+              [](float g, float u) { return g / (1.f + std::exp(-g)) * u; });
+}
+void run_add(const OpCall& c) {
+  const TensorRef& out = c.operand("out");
+  elementwise(&c.operand("a"), &c.operand("b"), out, rows_written(c) * out.cols(),
+              [](float a, float b) { return a + b; });
+}
+void run_fill(const OpCall& c) {
+  const TensorRef& out = c.operand("out");
+  const float v = static_cast<float>(c.param("value"));
+  elementwise(nullptr, nullptr, out, rows_written(c) * out.cols(), [v](float, float) { return v; });
+}
+
+}  // namespace detail
 
 void run_op(const OpCall& c) {
   if (!c.info) throw std::logic_error("run_op: call has no op");
-  const std::string_view op = c.info->name;
-  const TensorRef& out = c.operand("out");
-  const int64_t n = rows_written(c) * out.cols();
-  if (op == "gemm" || op == "gemv") detail::run_gemm(c);
-  else if (op == "rmsnorm") run_norm(c, false);
-  else if (op == "layernorm") run_norm(c, true);
-  else if (op == "rope") run_rope(c);
-  else if (op == "silu_mul")
-    elementwise(&c.operand("gate"), &c.operand("up"), out, n,
-                [](float g, float u) { return g / (1.f + std::exp(-g)) * u; });
-  else if (op == "add")
-    elementwise(&c.operand("a"), &c.operand("b"), out, n, [](float a, float b) { return a + b; });
-  else if (op == "softmax") run_softmax(c);
-  else if (op == "attention") detail::run_attention(c);
-  else if (op == "embedding") run_embedding(c);
-  else if (op == "copy" || op == "cast") run_copy(c);
-  else if (op == "fill") {
-    const float v = static_cast<float>(c.param("value"));
-    elementwise(nullptr, nullptr, out, n, [v](float, float) { return v; });
-  } else throw std::logic_error("run_op: no implementation for op " + std::string(op));
+  if (!c.info->compute)
+    throw std::logic_error("run_op: no implementation for op " + std::string(c.info->name));
+  c.info->compute(c);
 }
 
 }  // namespace bod

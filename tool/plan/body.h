@@ -51,7 +51,7 @@ struct SlotAccess {
   // an op reads the rows of its operands and writes the leading `rows` of its output's).
   bool rewritten_before_read = false;
   // The rows it writes, as runs [first, end) of the `total_rows` rows of its 2-D view, in
-  // order: a dispatch re-hashes only the bytes of these rows (runner.cpp, post_hash).
+  // order: a dispatch re-hashes only the bytes of these rows (BoHashes::after_dispatch).
   std::vector<std::pair<int64_t, int64_t>> written_rows;
   int64_t total_rows = 0;
 };

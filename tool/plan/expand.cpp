@@ -246,13 +246,13 @@ class Expander {
     if (d.bo_key) {
       auto key = expand_template(*d.bo_key, env);
       if (!key) return Error{d.path + "/bo_key", key.error().what};
-      c.bo_key = key.value();
+      c.key.bo_key = key.value();
       c.bo_key_template = *d.bo_key;
     } else {
-      c.bo_key = c.bo_key_template = k.name;
+      c.key.bo_key = c.bo_key_template = k.name;
     }
     c.shared_nonstatic = d.shared_nonstatic;
-    c.cache = d.cache;
+    c.key.ns = d.cache;
     for (auto& [slot, tmpl] : d.shared_alias) {
       auto pool = expand_template(tmpl, env);
       if (!pool) return Error{d.path + "/shared_alias", pool.error().what};
@@ -308,7 +308,7 @@ class Expander {
   // (name, bytes), the shared_nonstatic pool (kernel, slot, bytes), or the key's own BO.
   static Placement first_call_placement(const PlanCall& c, int s) {
     Placement p;
-    p.ns = c.cache;
+    p.ns = c.key.ns;
     p.bytes = c.slot_bytes[static_cast<size_t>(s)];
     p.index = s;
     if (c.alias.count(s)) {
@@ -320,7 +320,7 @@ class Expander {
       p.name = c.kernel->name;
     } else {
       p.pool = BoPool::key;
-      p.name = c.bo_key;
+      p.name = c.key.bo_key;
     }
     return p;
   }
@@ -331,8 +331,7 @@ class Expander {
   // length has no BO. A call the engine raises on does not create its key.
   void place(PlanCall& c) {
     c.raises = alias_raises(c);
-    auto key = std::make_pair(c.cache, c.bo_key);
-    auto kit = keys_.find(key);
+    auto kit = keys_.find(c.key);
     bool first = kit == keys_.end();
     c.key_first_call = first ? c.number : kit->second.first;
     for (size_t s = 0; s < c.slot_bytes.size(); ++s) {
@@ -343,9 +342,9 @@ class Expander {
       } else if (s < kit->second.second.size()) {
         p = kit->second.second[s];
       } else {
-        p.ns = c.cache;
+        p.ns = c.key.ns;
         p.pool = BoPool::unbound;
-        p.name = c.bo_key;
+        p.name = c.key.bo_key;
         p.index = si;
         p.bo = -1;
         p.first_call = kit->second.first;
@@ -360,7 +359,7 @@ class Expander {
       }
       c.place.push_back(std::move(p));
     }
-    if (first && c.raises.empty()) keys_.emplace(key, std::make_pair(c.number, c.place));
+    if (first && c.raises.empty()) keys_.emplace(c.key, std::make_pair(c.number, c.place));
   }
 
   Status host(const HostDecl& d, const Env& env, const Where& w) {
@@ -488,8 +487,8 @@ class Expander {
   static size_t where(const Where& w) { return str(w.phase) + str(w.path); }
   static size_t meta_bytes(const PlanCall& c) {
     size_t n = where(c.where) + vec(c.slot_shapes) + vec(c.slot_bytes) + vec(c.args) +
-               refs(c.statics) + refs(c.inters) + refs(c.outputs) + str(c.bo_key) +
-               str(c.bo_key_template) + vec(c.keep) + str(c.cache) + str(c.raises) + vec(c.place);
+               refs(c.statics) + refs(c.inters) + refs(c.outputs) + str(c.key.bo_key) +
+               str(c.bo_key_template) + vec(c.keep) + str(c.key.ns) + str(c.raises) + vec(c.place);
     for (auto& [k, v] : c.env) n += kNode + sizeof(std::pair<const std::string, int64_t>) + str(k);
     for (auto& sh : c.slot_shapes) n += vec(sh);
     for (auto& a : c.args) n += bound(a);
@@ -550,8 +549,8 @@ class Expander {
   size_t meta_ = 0;  // heap bytes of the plan's calls and host steps so far
   size_t host_ = host_bytes();  // the model's tensors and vars
   Plan plan_;
-  // (cache, bo_key) -> (first call, its BO list)
-  std::map<std::pair<std::string, std::string>, std::pair<int, std::vector<Placement>>> keys_;
+  // key -> (first call, its BO list)
+  std::map<BoKeyId, std::pair<int, std::vector<Placement>>> keys_;
   // BO -> (first call, BO number)
   std::map<decltype(Placement{}.identity()), std::pair<int, int>> bo_first_;
 };

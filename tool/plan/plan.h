@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/bo_key.h"
 #include "core/placement.h"
 #include "model/model.h"
 #include "plan/body.h"
@@ -56,14 +57,13 @@ struct PlanCall {
   std::vector<size_t> slot_bytes;
   std::vector<BoundArray> args;                   // one per slot
   std::vector<SlotRef> statics, inters, outputs;  // as declared (lint checks ranges)
-  std::string bo_key;
+  BoKeyId key;                  // the bo_key (its template expanded) in its cache instance
   std::string bo_key_template;  // as written ("o_ffn_L{l}"); the kernel name when absent
   bool shared_nonstatic = false;
   std::map<int, std::string> alias;  // slot -> pool name
   std::vector<KeptOutput> keep;
-  std::string cache;                    // the KernelCache instance: a namespace of keys and pools
   std::string raises;                   // what the real engine raises before any BO ("" none)
-  int key_first_call = 0;               // number of the first call of (cache, bo_key)
+  int key_first_call = 0;               // number of the first call of its key
   std::vector<Placement> place;         // per slot: the BO it lands in (reuse engine)
   std::shared_ptr<const BoundKernel> bound;  // the body at this call's slot shapes
   bool is_static(int s) const;

@@ -27,9 +27,9 @@ std::vector<int> indices(const std::vector<SlotRef>& refs) {
 // In place (a TraceSlot is a few hundred bytes with strings: no temporaries).
 void fill_call_identity(const PlanCall& c, TraceCall& t) {
   t.number = c.number;
-  t.ns = c.cache;
+  t.ns = c.key.ns;
   t.kernel = c.kernel->name;
-  t.bo_key = c.bo_key;
+  t.bo_key = c.key.bo_key;
   t.bo_key_template = c.bo_key_template;
   t.statics = indices(c.statics);
   t.inters = indices(c.inters);

@@ -1,20 +1,19 @@
 #include "runner/runner.h"
 
 #include <algorithm>
-#include <climits>
 #include <cstdint>
 #include <chrono>
 #include <cstring>
 #include <numeric>
-#include <set>
-#include <unordered_map>
 
 #include "core/hash.h"
 #include "core/pages.h"
 #include "engine/engine.h"
 #include "kernels/host_actions.h"
+#include "runner/bo_hashes.h"
 #include "runner/metrics.h"
 #include "runner/probe.h"
+#include "runner/probe_select.h"
 #include "runner/var_store.h"
 
 namespace bod {
@@ -39,7 +38,9 @@ class Runner {
   Runner(const Plan& p, const std::string& model_path, const HostData& d, Backend& b,
          const RunOptions& opt)
       : p_(p), m_(*p.model), data_(d), b_(b), opt_(opt), reuse_(b, opt.no_reuse), noreuse_(b), rstore_(m_, &b),
-        nstore_(m_, &b), t_(opt.no_reuse ? plan_trace_header(p, model_path) : Trace{}) {
+        nstore_(m_, &b), t_(opt.no_reuse ? plan_trace_header(p, model_path) : Trace{}),
+        bo_hashes_(b, opt.chunk_hashes),
+        probe_select_(ProbeRule{opt.probe_all, opt.probe_every_call, opt.probe_calls_per_key}) {
     rstore_.keep_chunk_hashes(opt.chunk_hashes);
     size_t most = 0;  // one zero buffer for every unbound slot; never reallocated later
     for (auto& c : p.calls)
@@ -108,8 +109,8 @@ class Runner {
     if (opt_.stats) {
       opt_.stats->var_chunks_hashed = rstore_.chunks_hashed();
       opt_.stats->var_chunks_kept = rstore_.chunks_kept();
-      opt_.stats->bo_chunks_hashed = bo_chunks_hashed_;
-      opt_.stats->bo_chunks_kept = bo_chunks_kept_;
+      opt_.stats->bo_chunks_hashed = bo_hashes_.chunks_hashed();
+      opt_.stats->bo_chunks_kept = bo_hashes_.chunks_kept();
     }
     t_.wall_s = since(t0);
     if (!opt_.timings) {
@@ -279,7 +280,7 @@ class Runner {
     auto tw = Clock::now();
     Prepared rp = reuse_.prepare(c, in.reuse);
     t_.reuse.write_s += since(tw);
-    if (opt_.no_reuse) note_writes(rp);
+    if (opt_.no_reuse) bo_hashes_.note_writes(rp);
     t_.reuse.h2d_bytes += rp.h2d_bytes;
     t_.reuse.writes += rp.writes;
     t_.reuse.calls++;
@@ -323,15 +324,6 @@ class Runner {
     if (!in.dataflows_agree) noreuse_dataflow_call(c, in.dataflow);
   }
 
-  // The hash of an array a binding names. Model tensors and zeros never change during a run,
-  // so theirs are taken once per (address, size); vars and views are hashed every time.
-  uint64_t host_hash(const HostSlot& h) {
-    if (!h.stable || h.bytes == 0) return hash_bytes(h.data, h.bytes);
-    auto [it, fresh] = const_hashes_.try_emplace({h.data, h.bytes}, 0);
-    if (fresh) it->second = hash_bytes(h.data, h.bytes);
-    return it->second;
-  }
-
   static bool immutable_source(const BoundArray& a) { return a.kind != Binding::Kind::var; }
 
   void host_hashes(const PlanCall& c, CallInputs& in) {
@@ -340,12 +332,12 @@ class Runner {
       const BoundArray& a = c.args[s];
       in.reuse[s].hash = a.kind == Binding::Kind::var && in.reuse[s].bytes > kHashChunk
                              ? rstore_.hash(a.name, in.reuse[s].data, in.reuse[s].bytes)
-                             : host_hash(in.reuse[s]);
+                             : host_hashes_.hash(in.reuse[s]);
       in.reuse[s].hashed = true;
       if (in.noreuse[s].data == in.reuse[s].data && in.noreuse[s].bytes == in.reuse[s].bytes) {
         in.noreuse[s].hash = in.reuse[s].hash;
       } else {
-        in.noreuse[s].hash = host_hash(in.noreuse[s]);
+        in.noreuse[s].hash = host_hashes_.hash(in.noreuse[s]);
       }
       in.noreuse[s].hashed = true;
     }
@@ -405,25 +397,7 @@ class Runner {
       size_t cmp = std::min(ts.host.bytes, w.bo_bytes);
       // A slot just written whole holds the host bytes: their hash is the BO's hash.
       bool whole = w.written && w.written_bytes == ts.host.bytes && cmp == ts.host.bytes;
-      ts.reuse_pre = whole ? ts.host.hash : bo_hash(w.bo, cmp);
-    }
-  }
-
-  // The reuse BO's device bytes [0, n): known, or hashed now and remembered.
-  uint64_t bo_hash(BoHandle bo, size_t n) {
-    auto it = known_.find(bo);
-    if (it != known_.end() && it->second.first == n) return it->second.second;
-    uint64_t h = chunked_hash(bo, n, nullptr);
-    remember(bo, n, h);
-    return h;
-  }
-
-  // The reuse engine's writes changed these BOs: what is known of them is what was written.
-  void note_writes(const Prepared& rp) {
-    for (auto& w : rp.slots) {
-      if (w.bo == ReuseEngine::kNone || !w.written) continue;
-      bo_chunks_.erase(w.bo);
-      remember(w.bo, w.written_bytes, w.written_hash);
+      ts.reuse_pre = whole ? ts.host.hash : bo_hashes_.hash(w.bo, cmp);
     }
   }
 
@@ -490,7 +464,7 @@ class Runner {
       if (body_is_kernel && !ts.access.written && !rp.failed && !sharing[s]) {
         ts.reuse_post = ts.reuse_pre;
         ts.noreuse_post = ts.noreuse_pre;
-        if (bo != ReuseEngine::kNone) remember(bo, cmp, ts.reuse_post);
+        if (bo != ReuseEngine::kNone) bo_hashes_.remember(bo, cmp, ts.reuse_post);
         continue;
       }
       // The rows the body wrote, when they are known: the reference body ran on this call's
@@ -500,17 +474,15 @@ class Runner {
                                    ? &c.bound->access[s]
                                    : nullptr;
       if (!nbos) {  // written by the body: the same bytes in both engines
-        ts.reuse_post = chunked_hash(bo, cmp, rows);
+        ts.reuse_post = bo_hashes_.after_dispatch(bo, cmp, rows);
         ts.noreuse_post = ts.reuse_post;
-        remember(bo, cmp, ts.reuse_post);
         continue;
       }
       const uint8_t* ndata = b_.device_bytes((*nbos)[s]);
       ts.noreuse_post = hash_bytes(ndata, ts.host.bytes);
       if (bo == ReuseEngine::kNone) continue;
       const uint8_t* rd = b_.device_bytes(bo);
-      ts.reuse_post = chunked_hash(bo, cmp, rows);
-      remember(bo, cmp, ts.reuse_post);
+      ts.reuse_post = bo_hashes_.after_dispatch(bo, cmp, rows);
       if (ts.reuse_post == ts.noreuse_post || cmp != ts.host.bytes) continue;
       for (size_t i = 0; i < cmp; ++i) {
         if (rd[i] == ndata[i]) continue;
@@ -518,43 +490,6 @@ class Runner {
         if (!reuse_pre[s].empty() && reuse_pre[s][i] == rd[i]) ts.stale_diff_bytes++;
       }
     }
-  }
-
-  // The hash of a reuse BO's device bytes [0, n), valid until a write or a dispatch changes
-  // them. Where two slots share a BO, the last one hashed stays known.
-  void remember(BoHandle bo, size_t n, uint64_t h) { known_[bo] = {n, h}; }
-
-  // hash_bytes of reuse BO `bo`'s device bytes [0, n). Above one chunk (and with
-  // RunOptions::chunk_hashes) the BO's chunk hashes are kept until a host write drops them
-  // (note_writes); after a dispatch whose body wrote only some rows of the slot (`rows`: the
-  // body's access analysis; null when any byte may have changed) only those rows' chunks are
-  // read again.
-  uint64_t chunked_hash(BoHandle bo, size_t n, const SlotAccess* rows) {
-    const uint8_t* d = b_.device_bytes(bo);
-    if (!opt_.chunk_hashes || n <= kHashChunk) return hash_bytes(d, n);
-    BoChunks& e = bo_chunks_[bo];
-    size_t k = hash_chunk_count(n);
-    long read = 0;
-    auto chunk = [&](size_t c) {
-      e.h[c] = hash_chunk(d + c * kHashChunk, std::min(kHashChunk, n - c * kHashChunk));
-      ++read;
-    };
-    bool partial = rows && e.n == n && rows->total_rows > 0 &&
-                   n % static_cast<size_t>(rows->total_rows) == 0;
-    if (!partial) {
-      e.n = n;
-      e.h.resize(k);
-      for (size_t c = 0; c < k; ++c) chunk(c);
-    } else {
-      size_t rb = n / static_cast<size_t>(rows->total_rows), next = 0;  // next: first chunk not yet read
-      for (auto [r0, r1] : rows->written_rows) {
-        size_t from = static_cast<size_t>(r0) * rb, to = std::min(n, static_cast<size_t>(r1) * rb);
-        for (size_t c = std::max(from / kHashChunk, next); c * kHashChunk < to; ++c) chunk(c), next = c + 1;
-      }
-      bo_chunks_kept_ += static_cast<long>(k) - read;
-    }
-    bo_chunks_hashed_ += read;
-    return combine_chunk_hashes(e.h.data(), k);
   }
 
   // Reads back the outputs (zero-copy views for the reuse engine) and compares them. `nbos`
@@ -595,58 +530,19 @@ class Runner {
     }
   }
 
+  // Canary-probes the slots probe_select_ picks, but records those whose outcome is known
+  // (known_probe) without running them.
   void probe(const PlanCall& c, const std::vector<HostSlot>& host,
              const std::vector<const uint8_t*>& nout) {
-    std::vector<const uint8_t*> ref(nout.begin(), nout.end());
     TraceCall& tc = rec(c);
-    auto store = [&](const std::vector<SlotProbe>& probes) {
-      for (auto& p : probes)
+    for (const std::vector<int>& group : probe_select_.select(c)) {
+      std::vector<int> slots;
+      for (int slot : group)
+        if (!known_probe(c, slot)) slots.push_back(slot);
+      if (slots.empty()) continue;
+      for (auto& p : probe_slots(b_, c, *c.bound, host, nout, slots))
         tc.slots[static_cast<size_t>(p.slot)].probe = ProbeResult{true, p.read, p.unwritten_bytes};
-    };
-    const BoundKernel& body = *c.bound;
-    if (opt_.probe_all) {
-      if (++probed_calls_[c.bo_key] > opt_.probe_calls_per_key) return;
-      for (size_t s = 0; s < host.size(); ++s)
-        if (!known_probe(c, static_cast<int>(s)))
-          store(probe_slots(b_, c, body, host, ref, {static_cast<int>(s)}));
-      return;
     }
-    std::vector<int> candidates, slots;
-    for (auto& r : c.inters)
-      if (r.index >= 0 && static_cast<size_t>(r.index) < host.size() && !c.is_static(r.index))
-        candidates.push_back(r.index);
-    if (candidates.empty()) return;
-    if (!opt_.probe_every_call) {
-      // What a probe's outcome depends on: the kernel body and its shapes, the kernel
-      // params, where each slot lives and what kind of host data it gets. A later call of a
-      // key that repeats a probed combination would repeat its outcome: it is not probed.
-      ProbeSeen& seen = probe_seen_[{c.cache, c.bo_key}];
-      std::vector<int64_t> sig = probe_signature(c);
-      if (seen.calls >= opt_.probe_calls_per_key && seen.signatures.count(sig)) return;
-      seen.calls++;
-      seen.signatures.insert(std::move(sig));
-    }
-    for (int slot : candidates)
-      if (!known_probe(c, slot)) slots.push_back(slot);
-    if (slots.empty()) return;
-    store(probe_slots(b_, c, body, host, ref, slots));
-  }
-
-  static std::vector<int64_t> probe_signature(const PlanCall& c) {
-    std::vector<int64_t> sig{static_cast<int64_t>(reinterpret_cast<uintptr_t>(c.bound.get()))};
-    for (auto& name : c.kernel->params) {
-      auto it = c.env.find(name);
-      sig.push_back(it == c.env.end() ? INT64_MIN : it->second);
-    }
-    for (size_t s = 0; s < c.slot_shapes.size(); ++s) {
-      sig.push_back(-1);  // separator: shapes of different rank never collide
-      for (int64_t d : c.slot_shapes[s]) sig.push_back(d);
-      sig.push_back(static_cast<int64_t>(c.slot_bytes[s]));
-      if (s < c.place.size()) sig.push_back(c.place[s].bo);
-      if (s < c.args.size()) sig.push_back(static_cast<int64_t>(c.args[s].kind));
-      sig.push_back(c.is_static(static_cast<int>(s)) * 2 + c.is_inter(static_cast<int>(s)));
-    }
-    return sig;
   }
 
   // With the shortcuts on and the reference body as the kernel, the probe of a slot the body
@@ -755,28 +651,12 @@ class Runner {
   VarStore rstore_, nstore_;
   Trace t_;
   Pages zeros_;  // read only
+  BoHashes bo_hashes_;  // of the reuse engine's BOs
+  HostHashes host_hashes_;
   // False while the reuse and no-reuse dataflows are known to hold identical vars, so the
   // no-reuse engine's call doubles as the no-reuse dataflow's call without comparing inputs.
   bool split_ = false;
-  std::map<std::string, int> probed_calls_;  // bo_key -> calls probed (classify)
-  struct ProbeSeen {
-    int calls = 0;
-    std::set<std::vector<int64_t>> signatures;
-  };
-  std::map<std::pair<std::string, std::string>, ProbeSeen> probe_seen_;  // (cache, key)
-  // Hashes of arrays that never change during the run (model tensors, zeros), by address
-  // and size.
-  std::map<std::pair<const uint8_t*, size_t>, uint64_t> const_hashes_;
-  // What is known of each reuse BO's device bytes: the hash of its first n bytes, kept from
-  // the last write or hash of them (they change only by a host write or a dispatch).
-  std::unordered_map<BoHandle, std::pair<size_t, uint64_t>> known_;
-  // Chunk hashes of reuse BOs' device bytes [0, n) (chunked_hash).
-  struct BoChunks {
-    size_t n = 0;
-    std::vector<uint64_t> h;
-  };
-  std::unordered_map<BoHandle, BoChunks> bo_chunks_;
-  long bo_chunks_hashed_ = 0, bo_chunks_kept_ = 0;
+  ProbeSelection probe_select_;
 };
 
 }  // namespace
