@@ -6,7 +6,8 @@ namespace bod {
 namespace {
 
 const CheckInfo kInfo{
-    "alias-conflict", Severity::error,
+    "alias-conflict",
+    Severity::error,
     "an alias or pooled BO is shared by buffers that are live at the same time",
     "corrupted activations, or every layer reading the first layer's weights",
     "lint: two slots of one call on one pool; run: an aliased slot that was not written held "
@@ -14,7 +15,9 @@ const CheckInfo kInfo{
     "on a static slot is a config-error: the real engine raises)",
     "alias only a producer's output with its consumer's input, never a static slot, and give "
     "buffers that are live together their own pools",
-    kNeedRun | kNeedNoReuse, kNeedAccess, true,
+    kNeedRun | kNeedNoReuse,
+    kNeedAccess,
+    true,
     "two buffers live at the same time share one BO"};
 
 // A shared_alias on a later call of a key whose first call set the slot up otherwise (e.g. an
@@ -35,11 +38,13 @@ void ignored_alias(const Trace& t, const TraceCall& c, FindingSink& sink) {
     f.severity = skipped && reads ? Severity::error : Severity::note;
     f.message = "shared_alias '" + pool + "' on slot " + s.name + " is ignored: bo_key '" +
                 c.bo_key + "' set up its BOs at call " + std::to_string(c.key_first_call) +
-                " without it (" + s.place.label() + "), and the real engine looks pools up only "
+                " without it (" + s.place.label() +
+                "), and the real engine looks pools up only "
                 "at a key's first call";
     f.evidence = {{"severity", f.severity == Severity::error
                                    ? "error: the slot is not written and the kernel reads it, "
-                                     "so it never sees what was left in pool '" + pool + "'"
+                                     "so it never sees what was left in pool '" +
+                                         pool + "'"
                                    : "note: the slot is written or never read, so nothing "
                                      "depends on the alias"}};
     sink.add(std::move(f));
@@ -75,8 +80,9 @@ struct Changer {
 
 std::string changer_text(const Changer& w) {
   if (w.call == 0) return "nothing has written it yet";
-  return w.kernel ? "it holds what kernel " + *w.who + " wrote at call " + std::to_string(w.call)
-                  : "it holds '" + *w.who + "' written by the host at call " + std::to_string(w.call);
+  return w.kernel
+             ? "it holds what kernel " + *w.who + " wrote at call " + std::to_string(w.call)
+             : "it holds '" + *w.who + "' written by the host at call " + std::to_string(w.call);
 }
 
 void run_alias_conflict(const Trace& t, FindingSink& sink) {
@@ -126,6 +132,8 @@ void run_alias_conflict(const Trace& t, FindingSink& sink) {
   }
 }
 
-const CheckInfo& alias_conflict_info() { return kInfo; }
+const CheckInfo& alias_conflict_info() {
+  return kInfo;
+}
 
 }  // namespace bod

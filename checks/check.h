@@ -21,7 +21,7 @@ enum Need : unsigned {
   kNeedVerify = 32,    // the end-to-end comparison
 };
 unsigned trace_has(const Capabilities& c);  // the Need bits a trace's capabilities cover
-std::string need_names(unsigned needs);    // "run, no_reuse"
+std::string need_names(unsigned needs);     // "run, no_reuse"
 
 // The text and requirements of a check, shared by list-checks, explain, docs and findings.
 struct CheckInfo {

@@ -9,7 +9,7 @@
 
 namespace bod {
 
-#define BOD_DECLARE_CHECK(name)                      \
+#define BOD_DECLARE_CHECK(name)                       \
   void run_##name(const Trace& t, FindingSink& sink); \
   const CheckInfo& name##_info();
 BOD_DECLARE_CHECK(stale_static)

@@ -7,7 +7,8 @@ namespace bod {
 namespace {
 
 const CheckInfo kInfo{
-    "config-error", Severity::error,
+    "config-error",
+    Severity::error,
     "the declared plan is inconsistent (an index out of range, a slot both static and "
     "intermediate, an output slot declared static, a duplicate index), or the real engine "
     "raises on it (a shared_alias on a static slot, out of range, or unnamed)",
@@ -17,7 +18,9 @@ const CheckInfo kInfo{
     "make every index name a real slot once; a slot is static, intermediate or a plain input, "
     "never two of them; outputs are never static; a shared_alias names an existing, non-static "
     "slot and a non-empty pool",
-    0, 0, true,
+    0,
+    0,
+    true,
     "the real engine raises on this call, or the declared index lists contradict each other"};
 
 void emit(FindingSink& sink, const TraceCall& c, int slot, const std::string& path,
@@ -80,7 +83,8 @@ void engine_raises(const TraceCall& c, FindingSink& sink) {
     else if (c.is_static(slot))
       emit(sink, c, slot, c.path + "/shared_alias",
            "static slot " + c.slots[static_cast<size_t>(slot)].name + " is aliased to pool '" +
-               pool + "'; the real engine raises ValueError here (an alias would share one "
+               pool +
+               "'; the real engine raises ValueError here (an alias would share one "
                "layer's weights across every bo_key)");
     else if (pool.empty())
       emit(sink, c, slot, c.path + "/shared_alias",
@@ -104,6 +108,8 @@ void run_config_error(const Trace& t, FindingSink& sink) {
   }
 }
 
-const CheckInfo& config_error_info() { return kInfo; }
+const CheckInfo& config_error_info() {
+  return kInfo;
+}
 
 }  // namespace bod

@@ -7,18 +7,24 @@ namespace bod {
 
 const char* severity_name(Severity s) {
   switch (s) {
-    case Severity::note: return "note";
-    case Severity::warning: return "warning";
-    case Severity::error: return "error";
+    case Severity::note:
+      return "note";
+    case Severity::warning:
+      return "warning";
+    case Severity::error:
+      return "error";
   }
   return "?";
 }
 
 const char* finding_status_name(FindingStatus s) {
   switch (s) {
-    case FindingStatus::active: return "new";
-    case FindingStatus::known: return "known";
-    case FindingStatus::suppressed: return "suppressed";
+    case FindingStatus::active:
+      return "new";
+    case FindingStatus::known:
+      return "known";
+    case FindingStatus::suppressed:
+      return "suppressed";
   }
   return "?";
 }
@@ -28,7 +34,8 @@ void FindingSink::add(Finding f) {
   bool stated = false;
   for (auto& [k, v] : f.evidence) stated = stated || k == "severity";
   if (!stated && f.severity_basis)
-    f.evidence.push_back({"severity", std::string(severity_name(f.severity)) + ": " + f.severity_basis});
+    f.evidence.push_back(
+        {"severity", std::string(severity_name(f.severity)) + ": " + f.severity_basis});
   for (size_t i = 0; i < items_.size(); ++i) {
     Finding& g = items_[i];
     if (g.check != f.check || g.kernel != f.kernel || g.bo_key != f.bo_key || g.slot != f.slot)

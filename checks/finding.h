@@ -31,9 +31,9 @@ struct Finding {
   bool latent = false;             // found by probing, outputs not diverging yet
   std::string message;             // what happened, one sentence
   std::vector<std::pair<std::string, std::string>> evidence;  // ordered facts
-  std::string fix;                 // one sentence
-  std::string path;                // JSON pointer of the call step in model.json
-  int occurrences = 1;             // distinct calls with the same (check, kernel, bo_key, slot)
+  std::string fix;                                            // one sentence
+  std::string path;     // JSON pointer of the call step in model.json
+  int occurrences = 1;  // distinct calls with the same (check, kernel, bo_key, slot)
   int last_call = 0;
   // The check's reason for its default severity: added to the evidence as the `severity` line
   // when the check gave none (not reported on its own).

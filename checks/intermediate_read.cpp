@@ -6,7 +6,8 @@ namespace bod {
 namespace {
 
 const CheckInfo kInfo{
-    "intermediate-read", Severity::error,
+    "intermediate-read",
+    Severity::error,
     "a slot in intermediate_indices is read by the kernel before it is written (e.g. a GEMM "
     "that accumulates into its output)",
     "NaN or garbage on the second call, or right only by luck",
@@ -14,18 +15,23 @@ const CheckInfo kInfo{
     "values than in the no-reuse engine (or the outputs diverged), i.e. it read them",
     "drop the slot from intermediate_indices so the host writes it each call, or make the "
     "kernel overwrite it before reading",
-    kNeedRun | kNeedNoReuse | kNeedByteDiffs | kNeedAccess, kNeedProbe, false,
-    "the kernel reads the slot before writing it, and the skipped write leaves it other bytes than the no-reuse engine's"};
+    kNeedRun | kNeedNoReuse | kNeedByteDiffs | kNeedAccess,
+    kNeedProbe,
+    false,
+    "the kernel reads the slot before writing it, and the skipped write leaves it other bytes than "
+    "the no-reuse engine's"};
 
 void latent(const Trace& t, const TraceCall& c, const TraceSlot& s, FindingSink& sink) {
   Finding f = make_finding(kInfo, c, s.slot, c.key_first_call);
   f.latent = true;
-  f.message = "intermediate slot " + s.name + " is read by the kernel: filling it with a "
+  f.message = "intermediate slot " + s.name +
+              " is read by the kernel: filling it with a "
               "canary changed the outputs; today its stale bytes match, so nothing diverges yet";
   f.evidence = {{"probe", "canary in slot changed the outputs"},
                 {"stale before dispatch", stale_before(t.header.caps, s) ? "yes" : "no"},
-                {"severity", "error (latent): the kernel reads the slot, so any other stale "
-                             "bytes there change its outputs"}};
+                {"severity",
+                 "error (latent): the kernel reads the slot, so any other stale "
+                 "bytes there change its outputs"}};
   sink.add(std::move(f));
 }
 
@@ -57,13 +63,16 @@ void run_intermediate_read(const Trace& t, FindingSink& sink) {
                   (wrote_differently ? std::to_string(s.diff_bytes - s.stale_diff_bytes) +
                                            " bytes it wrote differ from the no-reuse engine's"
                                      : std::string("the outputs diverged"));
-      f.evidence = {{"device bytes before (reuse vs no-reuse)", hash_pair(s.reuse_pre, s.noreuse_pre)},
-                    {"device bytes after (reuse vs no-reuse)", hash_pair(s.reuse_post, s.noreuse_post)}};
+      f.evidence = {
+          {"device bytes before (reuse vs no-reuse)", hash_pair(s.reuse_pre, s.noreuse_pre)},
+          {"device bytes after (reuse vs no-reuse)", hash_pair(s.reuse_post, s.noreuse_post)}};
       sink.add(std::move(f));
     }
   }
 }
 
-const CheckInfo& intermediate_read_info() { return kInfo; }
+const CheckInfo& intermediate_read_info() {
+  return kInfo;
+}
 
 }  // namespace bod

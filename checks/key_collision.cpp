@@ -6,7 +6,8 @@ namespace bod {
 namespace {
 
 const CheckInfo kInfo{
-    "key-collision", Severity::error,
+    "key-collision",
+    Severity::error,
     "one bo_key serves calls that bind different static data (layer 1 runs on layer 0's "
     "weights: the bo_key lacks the layer index, or falls back to the kernel name)",
     "garbage or NaN from the second layer on",
@@ -15,8 +16,11 @@ const CheckInfo kInfo{
     "--shadow the host array the call passed), and the data the calls of the key pass in that "
     "slot comes back after other data (A, B, A): several data sets share one BO",
     "make bo_key unique per distinct weight set, e.g. bo_key=\"<kernel>_L{l}\"",
-    kNeedRun, kNeedNoReuse, true,
-    "calls of one bo_key bind different static data, and the later ones run on what the first call uploaded"};
+    kNeedRun,
+    kNeedNoReuse,
+    true,
+    "calls of one bo_key bind different static data, and the later ones run on what the first call "
+    "uploaded"};
 
 // From the declarations alone: one key, one static slot, two tensors.
 void declared(const Trace& t, FindingSink& sink) {
@@ -64,6 +68,8 @@ void run_key_collision(const Trace& t, FindingSink& sink) {
   }
 }
 
-const CheckInfo& key_collision_info() { return kInfo; }
+const CheckInfo& key_collision_info() {
+  return kInfo;
+}
 
 }  // namespace bod

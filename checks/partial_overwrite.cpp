@@ -6,7 +6,8 @@ namespace bod {
 namespace {
 
 const CheckInfo kInfo{
-    "partial-overwrite", Severity::error,
+    "partial-overwrite",
+    Severity::error,
     "the kernel leaves part of an intermediate or output slot unwritten (padded tiles)",
     "stale bytes in the tail of the output",
     "after dispatch the skipped slot differs from the no-reuse engine's only in bytes that "
@@ -14,19 +15,23 @@ const CheckInfo kInfo{
     "output slot the kernel writes (never on dead, input-only or scratch-only slots)",
     "drop the slot from intermediate_indices (let the host clear it), or make the kernel write "
     "the whole buffer",
-    kNeedRun | kNeedNoReuse | kNeedByteDiffs | kNeedAccess, kNeedProbe, false,
+    kNeedRun | kNeedNoReuse | kNeedByteDiffs | kNeedAccess,
+    kNeedProbe,
+    false,
     "bytes the kernel does not write keep what an earlier call left there, and they are read"};
 
 void latent(const TraceCall& c, const TraceSlot& s, FindingSink& sink) {
   Finding f = make_finding(kInfo, c, s.slot, c.key_first_call);
   f.latent = true;
   f.message = "intermediate slot " + s.name + ": " + std::to_string(s.probe.unwritten_bytes) +
-              " of " + std::to_string(s.host.bytes) + " bytes kept a canary through dispatch, "
+              " of " + std::to_string(s.host.bytes) +
+              " bytes kept a canary through dispatch, "
               "so the kernel never writes them; stale bytes there do not differ yet";
-  f.evidence = {{"probe", "canary survived in " + std::to_string(s.probe.unwritten_bytes) +
-                              " bytes"},
-                {"severity", "error: the slot is read back as an output, so its unwritten bytes "
-                             "reach the caller"}};
+  f.evidence = {
+      {"probe", "canary survived in " + std::to_string(s.probe.unwritten_bytes) + " bytes"},
+      {"severity",
+       "error: the slot is read back as an output, so its unwritten bytes "
+       "reach the caller"}};
   sink.add(std::move(f));
 }
 
@@ -56,13 +61,16 @@ void run_partial_overwrite(const Trace& t, FindingSink& sink) {
       f.message = "intermediate slot " + s.name + ": " + std::to_string(s.stale_diff_bytes) +
                   " of " + std::to_string(s.host.bytes) +
                   " bytes were not written by the kernel and still hold an earlier call's data";
-      f.evidence = {{"device bytes after (reuse vs no-reuse)", hash_pair(s.reuse_post, s.noreuse_post)},
-                    {"stale bytes", std::to_string(s.stale_diff_bytes)}};
+      f.evidence = {
+          {"device bytes after (reuse vs no-reuse)", hash_pair(s.reuse_post, s.noreuse_post)},
+          {"stale bytes", std::to_string(s.stale_diff_bytes)}};
       sink.add(std::move(f));
     }
   }
 }
 
-const CheckInfo& partial_overwrite_info() { return kInfo; }
+const CheckInfo& partial_overwrite_info() {
+  return kInfo;
+}
 
 }  // namespace bod

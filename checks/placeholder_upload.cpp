@@ -5,7 +5,8 @@ namespace bod {
 namespace {
 
 const CheckInfo kInfo{
-    "placeholder-upload", Severity::error,
+    "placeholder-upload",
+    Severity::error,
     "a key's first call uploads placeholder data into a static slot (host weights were freed "
     "before the key was preloaded)",
     "a layer silently runs on zero weights",
@@ -13,7 +14,9 @@ const CheckInfo kInfo{
     "is not static; run: the reuse engine wrote a placeholder into a BO",
     "preload every bo_key (one call with the real weights) before freeing host weights, or keep "
     "the weights until the key's first call",
-    kNeedRun, 0, true,
+    kNeedRun,
+    0,
+    true,
     "the BO of a static slot holds placeholder bytes, not the weights, for every call of the key"};
 
 // From the declarations alone.
@@ -53,6 +56,8 @@ void run_placeholder_upload(const Trace& t, FindingSink& sink) {
   }
 }
 
-const CheckInfo& placeholder_upload_info() { return kInfo; }
+const CheckInfo& placeholder_upload_info() {
+  return kInfo;
+}
 
 }  // namespace bod

@@ -1,10 +1,10 @@
 #include "checks/registry.h"
 
-#include "checks/checks.h"
 #include <set>
 #include <string_view>
 #include <tuple>
 
+#include "checks/checks.h"
 #include "core/hash.h"
 
 namespace bod {
@@ -48,7 +48,9 @@ void run_checks(const Trace& t, FindingSink& sink) {
   for (auto& e : check_registry()) e.run(t, sink);
 }
 
-std::string hash_pair(uint64_t a, uint64_t b) { return hash_hex(a) + " vs " + hash_hex(b); }
+std::string hash_pair(uint64_t a, uint64_t b) {
+  return hash_hex(a) + " vs " + hash_hex(b);
+}
 
 bool no_reuse_before(const Capabilities& caps, const TraceSlot& s, uint64_t* hash) {
   if (caps.no_reuse) {
@@ -71,7 +73,8 @@ std::vector<std::pair<std::string, std::string>> before_evidence(const Trace& t,
                                                                  const TraceSlot& s) {
   if (t.header.caps.no_reuse)
     return {{"device bytes reuse vs no-reuse", hash_pair(s.reuse_pre, s.noreuse_pre)}};
-  return {{"device bytes before dispatch vs the call's host data", hash_pair(s.reuse_pre, s.host.hash)}};
+  return {{"device bytes before dispatch vs the call's host data",
+           hash_pair(s.reuse_pre, s.host.hash)}};
 }
 
 std::vector<StaleStatic> stale_statics(const Trace& t) {
@@ -111,7 +114,8 @@ std::vector<StaleStatic> stale_statics(const Trace& t) {
     }
   }
   for (auto& x : r) {
-    x.resident = resident[static_cast<size_t>(x.call->number - 1)][static_cast<size_t>(x.slot->slot)];
+    x.resident =
+        resident[static_cast<size_t>(x.call->number - 1)][static_cast<size_t>(x.slot->slot)];
     const TraceCall* by = t.call(x.resident.call);
     bool other_layer = by && by->layer >= 0 && x.call->layer >= 0 && by->layer != x.call->layer;
     x.collision = seqs[{x.call->ns, x.call->bo_key, x.slot->slot}].alternates || other_layer;

@@ -19,8 +19,8 @@ const CheckEntry* find_check(const std::string& id);
 // What a trace lacks for one check.
 struct CoverageGap {
   std::string check;
-  bool partly = false;   // the identity part still ran
-  std::string missing;   // capability names
+  bool partly = false;  // the identity part still ran
+  std::string missing;  // capability names
 };
 // The checks a trace cannot (fully) feed; empty when it carries everything they need.
 std::vector<CoverageGap> coverage_gaps(const Trace& t);

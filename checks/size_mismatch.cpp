@@ -8,7 +8,8 @@ namespace bod {
 namespace {
 
 const CheckInfo kInfo{
-    "size-mismatch", Severity::error,
+    "size-mismatch",
+    Severity::error,
     "a reused BO set or pool gets arrays of another size or another slot count than at its "
     "first call",
     "stale tail bytes, missing scratch, or a failed call",
@@ -16,8 +17,11 @@ const CheckInfo kInfo{
     "set up, and alias pools one name gives two sizes; the run reports every argument without "
     "a BO and every array of another size than its BO",
     "give calls with other shapes or slot lists their own bo_key (or pool name)",
-    kNeedRun, 0, true,
-    "the real engine raises here, or the kernel runs on a BO of another size (stale tail or missing buffer)"};
+    kNeedRun,
+    0,
+    true,
+    "the real engine raises here, or the kernel runs on a BO of another size (stale tail or "
+    "missing buffer)"};
 
 void emit(FindingSink& sink, const TraceCall& c, int slot, int first, const std::string& msg) {
   Finding f = make_finding(kInfo, c, slot, first);
@@ -55,10 +59,12 @@ class AliasSizes {
       f.message = "alias pool '" + p.name + "' was created with " +
                   std::to_string(it->second.first) + " bytes at call " +
                   std::to_string(it->second.second) + "; slot " + s.name + " needs " +
-                  std::to_string(p.bytes) + ": the real engine keys alias pools by (name, size), "
+                  std::to_string(p.bytes) +
+                  ": the real engine keys alias pools by (name, size), "
                   "so this size is a BO of its own and does not share with the other";
-      f.evidence = {{"severity", "note: no slot reads '" + p.name + "' at one size after it was "
-                                 "written at the other (an error names it where one does)"}};
+      f.evidence = {{"severity", "note: no slot reads '" + p.name +
+                                     "' at one size after it was "
+                                     "written at the other (an error names it where one does)"}};
       sink.add(std::move(f));
     }
     bool writes = !skipped || !t.header.caps.access || s.access.written;
@@ -121,8 +127,10 @@ std::string size_note(const Trace& t, const TraceCall& c, const TraceSlot& s) {
                ? "argument " + std::to_string(s.slot) + " (" + s.name + ") has no BO: bo_key '" +
                      c.bo_key + "' was set up with " + std::to_string(n) +
                      " args; the real engine raises IndexError writing it"
-               : "argument " + std::to_string(s.slot) + " (" + s.name + ") has no BO: the launch "
-                     "binds only the " + std::to_string(n) + " BOs of bo_key '" + c.bo_key +
+               : "argument " + std::to_string(s.slot) + " (" + s.name +
+                     ") has no BO: the launch "
+                     "binds only the " +
+                     std::to_string(n) + " BOs of bo_key '" + c.bo_key +
                      "', so the kernel never sees it";
   if (s.host.bytes == s.bo_bytes || s.bo_bytes == 0) return "";
   // Smaller on a skipped slot that is not read back: nothing is written, the kernel runs on
@@ -155,6 +163,8 @@ void run_size_mismatch(const Trace& t, FindingSink& sink) {
     }
 }
 
-const CheckInfo& size_mismatch_info() { return kInfo; }
+const CheckInfo& size_mismatch_info() {
+  return kInfo;
+}
 
 }  // namespace bod

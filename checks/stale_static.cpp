@@ -6,7 +6,8 @@ namespace bod {
 namespace {
 
 const CheckInfo kInfo{
-    "stale-static", Severity::error,
+    "stale-static",
+    Severity::error,
     "a static slot's host data changed between calls of one bo_key (e.g. a position-dependent "
     "RoPE LUT marked static), but the reuse engine skipped the write",
     "subtle drift from the second call on",
@@ -16,7 +17,9 @@ const CheckInfo kInfo{
     "rather than coming back (that is key-collision)",
     "drop the slot from static_input_indices (it changes per call), or key the BO set by what "
     "makes the data differ",
-    kNeedRun, kNeedNoReuse, false,
+    kNeedRun,
+    kNeedNoReuse,
+    false,
     "the kernel ran on resident bytes that differ from what this call's host data puts there"};
 
 }  // namespace
@@ -39,6 +42,8 @@ void run_stale_static(const Trace& t, FindingSink& sink) {
   }
 }
 
-const CheckInfo& stale_static_info() { return kInfo; }
+const CheckInfo& stale_static_info() {
+  return kInfo;
+}
 
 }  // namespace bod

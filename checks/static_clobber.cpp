@@ -6,7 +6,8 @@ namespace bod {
 namespace {
 
 const CheckInfo kInfo{
-    "static-clobber", Severity::error,
+    "static-clobber",
+    Severity::error,
     "the kernel writes into a static slot (uses it as scratch)",
     "right once, corrupt from the next call on",
     "a static slot's device bytes after dispatch differ from before dispatch (no-reuse engine); "
@@ -15,9 +16,10 @@ const CheckInfo kInfo{
     "not be static), a note when it rewrites only part of it before any read and only reads "
     "the rest (scratch inside a resident buffer)",
     "drop the slot from static_input_indices, or give the kernel its own scratch slot",
-    kNeedNoReuse, kNeedAccess, false,
+    kNeedNoReuse,
+    kNeedAccess,
+    false,
     "later calls of the key read the clobbered resident bytes"};
-
 
 // Without access facts (a recorded run): the calls of the key that ran on clobbered bytes (the
 // reuse BO before dispatch differs from the fresh no-reuse copy of the slot) and whether any of
@@ -30,8 +32,7 @@ struct Exposure {
 Exposure exposure(const Trace& t, const TraceCall& c, int slot) {
   Exposure e;
   for (auto& later : t.calls) {
-    if (later.failed || later.ns != c.ns || later.bo_key != c.bo_key)
-      continue;
+    if (later.failed || later.ns != c.ns || later.bo_key != c.bo_key) continue;
     if (static_cast<size_t>(slot) >= later.slots.size() || !later.is_static(slot)) continue;
     const TraceSlot& s = later.slots[static_cast<size_t>(slot)];
     if (s.written || s.reuse_pre == s.noreuse_pre) continue;
@@ -49,7 +50,8 @@ void run_static_clobber(const Trace& t, FindingSink& sink) {
     for (auto& s : c.slots) {
       if (s.role != SlotRole::static_input || s.noreuse_post == s.noreuse_pre) continue;
       Finding f = make_finding(kInfo, c, s.slot, c.key_first_call);
-      f.evidence = {{"static BO before vs after dispatch", hash_pair(s.noreuse_pre, s.noreuse_post)}};
+      f.evidence = {
+          {"static BO before vs after dispatch", hash_pair(s.noreuse_pre, s.noreuse_post)}};
       // Severity from what the bytes do: clobbered bytes the kernel always rewrites before
       // reading them are never read by a later call.
       if (t.header.caps.access && s.access.rewritten_before_read && !s.access.overwritten) {
@@ -59,16 +61,20 @@ void run_static_clobber(const Trace& t, FindingSink& sink) {
         f.severity = Severity::note;
         f.message = "kernel " + c.kernel + " writes part of static slot " + s.name +
                     " as scratch, always before reading it; the rows it never writes stay "
-                    "resident, so later calls of '" + c.bo_key + "' read correct bytes";
-        f.evidence.push_back({"severity", "note: the body rewrites what it clobbers before any "
-                                          "read, and the slot holds data it never writes"});
+                    "resident, so later calls of '" +
+                    c.bo_key + "' read correct bytes";
+        f.evidence.push_back({"severity",
+                              "note: the body rewrites what it clobbers before any "
+                              "read, and the slot holds data it never writes"});
       } else if (t.header.caps.access && s.access.rewritten_before_read) {
         f.severity = Severity::warning;
         f.message = "kernel " + c.kernel + " writes into static slot " + s.name +
                     ", but every byte it writes there it writes before reading it: later calls "
-                    "of '" + c.bo_key + "' never read clobbered bytes (the slot need not be static)";
-        f.evidence.push_back({"severity", "warning: the body rewrites what it clobbers before "
-                                          "any read, on every call"});
+                    "of '" +
+                    c.bo_key + "' never read clobbered bytes (the slot need not be static)";
+        f.evidence.push_back({"severity",
+                              "warning: the body rewrites what it clobbers before "
+                              "any read, on every call"});
       } else if (Exposure e = exposure(t, c, s.slot);
                  !t.header.caps.access && e.calls > 0 && !e.diverged) {
         f.severity = Severity::note;
@@ -76,8 +82,9 @@ void run_static_clobber(const Trace& t, FindingSink& sink) {
                     std::to_string(e.calls) + " call(s) of '" + c.bo_key +
                     "' ran on the clobbered bytes with outputs identical to a fresh run's, so "
                     "they are not read (or not yet)";
-        f.evidence.push_back({"severity", "note: every call that ran on the clobbered bytes "
-                                          "gave bit-identical outputs (no access facts)"});
+        f.evidence.push_back({"severity",
+                              "note: every call that ran on the clobbered bytes "
+                              "gave bit-identical outputs (no access facts)"});
       } else {
         f.message = "kernel " + c.kernel + " wrote into static slot " + s.name +
                     "; later calls of '" + c.bo_key + "' will read the clobbered bytes";
@@ -91,6 +98,8 @@ void run_static_clobber(const Trace& t, FindingSink& sink) {
     }
 }
 
-const CheckInfo& static_clobber_info() { return kInfo; }
+const CheckInfo& static_clobber_info() {
+  return kInfo;
+}
 
 }  // namespace bod

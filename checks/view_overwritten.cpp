@@ -5,7 +5,8 @@ namespace bod {
 namespace {
 
 const CheckInfo kInfo{
-    "view-overwritten", Severity::error,
+    "view-overwritten",
+    Severity::error,
     "a zero-copy output view is read after a later call overwrote its BO (shared pools, "
     "per-layer captures)",
     "captured activations all equal the last layer's",
@@ -13,7 +14,9 @@ const CheckInfo kInfo{
     "bytes behind it is reported with the call that returned it",
     "keep the output as a copy (\"as\": \"copy\", i.e. np.copy / .clone()) before the next call "
     "that reuses the BO",
-    kNeedRun, 0, false,
+    kNeedRun,
+    0,
+    false,
     "the bytes read through the view are no longer the ones the call returned"};
 
 // "the host write of call 12 (o_ffn)", "call 12 (o_ffn, decode t=0 l=1)".
@@ -21,9 +24,9 @@ std::string change_text(const Trace& t, const ViewRead& v) {
   const TraceCall* c = t.call(v.overwritten_by);
   if (!c) return "another call";
   std::string n = std::to_string(c->number);
-  return v.overwritten_by_host_write ? "the host write of call " + n + " (" + c->kernel + ")"
-                                     : "call " + n + " (" + c->kernel +
-                                           (c->where().empty() ? "" : ", " + c->where()) + ")";
+  return v.overwritten_by_host_write
+             ? "the host write of call " + n + " (" + c->kernel + ")"
+             : "call " + n + " (" + c->kernel + (c->where().empty() ? "" : ", " + c->where()) + ")";
 }
 
 }  // namespace
@@ -44,6 +47,8 @@ void run_view_overwritten(const Trace& t, FindingSink& sink) {
   }
 }
 
-const CheckInfo& view_overwritten_info() { return kInfo; }
+const CheckInfo& view_overwritten_info() {
+  return kInfo;
+}
 
 }  // namespace bod

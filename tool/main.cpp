@@ -1,5 +1,6 @@
 // bo-doctor: a thin main over the library. Reports go to stdout, logs and errors to stderr;
-// exit codes as README.md documents them (0 clean, 1 error findings, 2 bad input, 3 backend unavailable).
+// exit codes as README.md documents them (0 clean, 1 error findings, 2 bad input, 3 backend
+// unavailable).
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 

@@ -57,12 +57,14 @@ INSTANTIATE_TEST_SUITE_P(Models, ClassifyClean,
 
 TEST(ClassifyBugs, FlagsTheMisdeclaredSlot) {
   const auto corrupt = bod::Exit::findings;
-  EXPECT_NE(disagreement(classify("bugs/rope_lut_static_decode", corrupt), "rms_gemms_rope", "dec", "lut")
-                .find("stale-static"),
-            std::string::npos);
-  EXPECT_NE(disagreement(classify("bugs/gemm_accumulate_intermediate", corrupt), "o_ffn", "dec", "down")
-                .find("intermediate-read"),
-            std::string::npos);
+  EXPECT_NE(
+      disagreement(classify("bugs/rope_lut_static_decode", corrupt), "rms_gemms_rope", "dec", "lut")
+          .find("stale-static"),
+      std::string::npos);
+  EXPECT_NE(
+      disagreement(classify("bugs/gemm_accumulate_intermediate", corrupt), "o_ffn", "dec", "down")
+          .find("intermediate-read"),
+      std::string::npos);
   EXPECT_NE(disagreement(classify("bugs/norm_row0_clobber", corrupt), "o_ffn", "L", "norm")
                 .find("static-clobber"),
             std::string::npos);

@@ -1,13 +1,13 @@
 // Lint (static analysis of the expanded plan): each seeded mistake must fire its check on the
 // right call and slot, and its clean twin must stay silent.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
-#include <unistd.h>
 
 #include "checks/checks.h"
 #include "checks/registry.h"
@@ -88,14 +88,13 @@ ojson decode_phase(const std::string& kernel, const std::string& key) {
     c["args"]["bias"] = "bias[l]";
     c["static_input_indices"].push_back("bias");
   }
-  return {{"name", "decode"},
-          {"steps", {{{"loop", "l"}, {"range", "L"}, {"steps", {c}}}}}};
+  return {{"name", "decode"}, {"steps", {{{"loop", "l"}, {"range", "L"}, {"steps", {c}}}}}};
 }
 
 struct Linted {
   std::vector<Finding> findings;
-  std::string error;  // load/expand error, if any
-  Trace trace;        // what lint read
+  std::string error;          // load/expand error, if any
+  Trace trace;                // what lint read
   bool inconsistent = false;  // has_inconsistent_declarations: `check` would not run the plan
 };
 
@@ -148,7 +147,9 @@ void expect_silent(const Linted& l, const std::string& check) {
   for (auto& f : l.findings) EXPECT_EQ(f.severity, Severity::note) << dump(l);
 }
 
-TEST(Lint, BaseModelIsClean) { expect_silent(lint(), "config-error"); }
+TEST(Lint, BaseModelIsClean) {
+  expect_silent(lint(), "config-error");
+}
 
 // --- config-error
 
@@ -199,9 +200,7 @@ TEST(LintConfigError, OutputDeclaredStatic) {
 }
 
 TEST(LintConfigError, ExplicitOutputDeclaredStatic) {
-  auto l = lint([](ojson& j) {
-    j[ptr(kCall + "/output_indices")] = {"b", "out"};
-  });
+  auto l = lint([](ojson& j) { j[ptr(kCall + "/output_indices")] = {"b", "out"}; });
   auto f = of(l, "config-error");
   ASSERT_FALSE(f.empty()) << dump(l);
   EXPECT_EQ(f[0].slot, 1);
@@ -269,7 +268,9 @@ TEST(LintKeyCollision, DefaultKeyIsTheKernelName) {
   EXPECT_EQ(f[0].slot, 1);
 }
 
-TEST(LintKeyCollision, CleanTwin) { expect_silent(lint(), "key-collision"); }
+TEST(LintKeyCollision, CleanTwin) {
+  expect_silent(lint(), "key-collision");
+}
 
 TEST(LintKeyCollision, SameWeightsUnderOneKeyIsFine) {
   // One key, but every layer binds the same tensor: nothing collides.
@@ -283,7 +284,8 @@ TEST(LintKeyCollision, SameWeightsUnderOneKeyIsFine) {
 // --- size-mismatch
 
 TEST(LintSizeMismatch, SameKeyOtherParam) {
-  auto l = lint([](ojson& j) { j["program"]["phases"].push_back(decode_phase("proj", "proj_L{l}")); });
+  auto l =
+      lint([](ojson& j) { j["program"]["phases"].push_back(decode_phase("proj", "proj_L{l}")); });
   auto f = of(l, "size-mismatch");
   ASSERT_FALSE(f.empty()) << dump(l);
   // calls 1, 2 prefill (n=S); call 3 is decode l=0 with n=1 on key proj_L0
@@ -326,9 +328,8 @@ TEST(LintSizeMismatch, SameKeyOtherSlotCount) {
 }
 
 TEST(LintSizeMismatch, CleanTwinOwnKey) {
-  auto l = lint([](ojson& j) {
-    j["program"]["phases"].push_back(decode_phase("proj", "proj_dec_L{l}"));
-  });
+  auto l = lint(
+      [](ojson& j) { j["program"]["phases"].push_back(decode_phase("proj", "proj_dec_L{l}")); });
   expect_silent(l, "size-mismatch");
 }
 
@@ -374,8 +375,11 @@ TEST(LintSizeMismatch, AliasReadAtAnotherSizeThanItsLastWrite) {
                  {"shared_alias", {{"a", "h"}}},
                  {"bo_key", "proj_dec_L{l}"},
                  {"keep", {{"out", "yd"}}}};
-    j["program"]["phases"] = {{{"name", "decode"}, {"repeat", 2}, {"var", "t"},
-                               {"steps", {{{"loop", "l"}, {"range", "L"}, {"steps", {pre, dec}}}}}}};
+    j["program"]["phases"] = {
+        {{"name", "decode"},
+         {"repeat", 2},
+         {"var", "t"},
+         {"steps", {{{"loop", "l"}, {"range", "L"}, {"steps", {pre, dec}}}}}}};
   });
   auto f = of(l, "size-mismatch");
   std::vector<Finding> errors;
@@ -461,9 +465,13 @@ TEST(LintAliasConflict, AliasAddedAfterTheKeysFirstCallIsIgnored) {
     pre["params"]["n"] = 1;
     pre["args"]["a"] = "xd";
     pre["keep"] = {{"out", "yd"}};
-    ojson cons = {{"call", "proj"}, {"params", {{"n", 1}}}, {"args", {{"b", "w[l]"}}},
-                  {"static_input_indices", {"b"}}, {"intermediate_indices", {"out"}},
-                  {"bo_key", "cons_L{l}"}, {"keep", {{"out", "yd"}}}};
+    ojson cons = {{"call", "proj"},
+                  {"params", {{"n", 1}}},
+                  {"args", {{"b", "w[l]"}}},
+                  {"static_input_indices", {"b"}},
+                  {"intermediate_indices", {"out"}},
+                  {"bo_key", "cons_L{l}"},
+                  {"keep", {{"out", "yd"}}}};
     ojson later = cons;
     later["intermediate_indices"] = {"a", "out"};
     later["shared_alias"] = {{"a", "h"}};
@@ -492,12 +500,18 @@ TEST(LintAliasConflict, AliasFromTheKeysFirstCallIsKept) {
     pre["params"]["n"] = 1;
     pre["args"]["a"] = "xd";
     pre["keep"] = {{"out", "yd"}};
-    ojson cons = {{"call", "proj"}, {"params", {{"n", 1}}}, {"args", {{"b", "w[l]"}}},
-                  {"static_input_indices", {"b"}}, {"intermediate_indices", {"a", "out"}},
-                  {"shared_alias", {{"a", "h"}}}, {"bo_key", "cons_L{l}"},
+    ojson cons = {{"call", "proj"},
+                  {"params", {{"n", 1}}},
+                  {"args", {{"b", "w[l]"}}},
+                  {"static_input_indices", {"b"}},
+                  {"intermediate_indices", {"a", "out"}},
+                  {"shared_alias", {{"a", "h"}}},
+                  {"bo_key", "cons_L{l}"},
                   {"keep", {{"out", "yd"}}}};
     j["program"]["phases"] = {
-        {{"name", "run"}, {"repeat", 2}, {"var", "t"},
+        {{"name", "run"},
+         {"repeat", 2},
+         {"var", "t"},
          {"steps", {{{"loop", "l"}, {"range", "L"}, {"steps", {pre, cons}}}}}}};
   });
   expect_silent(l, "alias-conflict");
@@ -549,8 +563,7 @@ TEST(LintAliasConflict, TwoSlotsOfOneCallOnOnePool) {
   ASSERT_FALSE(f.empty()) << dump(l);
   EXPECT_EQ(f[0].call, 1);
   EXPECT_EQ(f[0].slot, 2);
-  EXPECT_NE(f[0].message.find("slots 0 and 2 of one call share alias pool 'h'"),
-            std::string::npos)
+  EXPECT_NE(f[0].message.find("slots 0 and 2 of one call share alias pool 'h'"), std::string::npos)
       << f[0].message;
 }
 

@@ -27,8 +27,8 @@
 
 namespace bod {
 
-inline constexpr size_t kSlotBytes = 64;       // default host bytes of every slot
-inline constexpr uint64_t kZerosHash = 900;    // host hash of an unbound (zeros) slot
+inline constexpr size_t kSlotBytes = 64;     // default host bytes of every slot
+inline constexpr uint64_t kZerosHash = 900;  // host hash of an unbound (zeros) slot
 
 class SlotBuilder {
  public:
@@ -40,9 +40,15 @@ class SlotBuilder {
     view_of_call_ = of_call;
     return bind(ArraySource::view, std::move(n));
   }
-  SlotBuilder& bytes(size_t n) { bytes_ = n; return *this; }
+  SlotBuilder& bytes(size_t n) {
+    bytes_ = n;
+    return *this;
+  }
   // The host hash of the array the reuse engine was given.
-  SlotBuilder& hash(uint64_t h) { hash_ = h; return *this; }
+  SlotBuilder& hash(uint64_t h) {
+    hash_ = h;
+    return *this;
+  }
   // The reuse engine wrote this slot (written_hash = h, or the host hash when omitted).
   SlotBuilder& written(std::optional<uint64_t> h = std::nullopt) {
     written_ = true;
@@ -50,7 +56,10 @@ class SlotBuilder {
     return *this;
   }
   // The reuse engine skipped the slot's host write.
-  SlotBuilder& skipped() { written_ = false; return *this; }
+  SlotBuilder& skipped() {
+    written_ = false;
+    return *this;
+  }
   // BO hashes before dispatch: reuse engine vs no-reuse engine.
   SlotBuilder& pre(uint64_t reuse, uint64_t noreuse) {
     reuse_pre_ = reuse;
@@ -79,7 +88,10 @@ class SlotBuilder {
     probe_ = ProbeResult{true, read, unwritten_bytes};
     return *this;
   }
-  SlotBuilder& bo_bytes(size_t n) { bo_bytes_ = n; return *this; }
+  SlotBuilder& bo_bytes(size_t n) {
+    bo_bytes_ = n;
+    return *this;
+  }
   // Forces the slot's BO (e.g. two slots of one call on one key BO), on a first or a later
   // call of the key; ns is the call's, bytes this slot's.
   SlotBuilder& bo(BoPool pool, std::string name, int index) {
@@ -114,19 +126,46 @@ class SlotBuilder {
 
 class CallBuilder {
  public:
-  CallBuilder& statics(std::vector<int> v) { c_.statics = std::move(v); return *this; }
-  CallBuilder& inters(std::vector<int> v) { c_.inters = std::move(v); return *this; }
-  CallBuilder& outputs(std::vector<int> v) { c_.outputs = std::move(v); return *this; }
-  CallBuilder& ns(std::string n) { c_.ns = std::move(n); return *this; }
-  CallBuilder& shared_nonstatic(bool on = true) { c_.shared_nonstatic = on; return *this; }
+  CallBuilder& statics(std::vector<int> v) {
+    c_.statics = std::move(v);
+    return *this;
+  }
+  CallBuilder& inters(std::vector<int> v) {
+    c_.inters = std::move(v);
+    return *this;
+  }
+  CallBuilder& outputs(std::vector<int> v) {
+    c_.outputs = std::move(v);
+    return *this;
+  }
+  CallBuilder& ns(std::string n) {
+    c_.ns = std::move(n);
+    return *this;
+  }
+  CallBuilder& shared_nonstatic(bool on = true) {
+    c_.shared_nonstatic = on;
+    return *this;
+  }
   CallBuilder& alias(int slot, std::string pool) {
     c_.alias[slot] = std::move(pool);
     return *this;
   }
-  CallBuilder& phase(std::string p) { c_.phase = std::move(p); return *this; }
-  CallBuilder& token(long long t) { c_.token = t; return *this; }
-  CallBuilder& layer(long long l) { c_.layer = l; return *this; }
-  CallBuilder& path(std::string p) { c_.path = std::move(p); return *this; }
+  CallBuilder& phase(std::string p) {
+    c_.phase = std::move(p);
+    return *this;
+  }
+  CallBuilder& token(long long t) {
+    c_.token = t;
+    return *this;
+  }
+  CallBuilder& layer(long long l) {
+    c_.layer = l;
+    return *this;
+  }
+  CallBuilder& path(std::string p) {
+    c_.path = std::move(p);
+    return *this;
+  }
   // The call failed (the builder also fails the calls the reuse engine raises on by itself).
   CallBuilder& failed(std::string error = "array larger than its BO") {
     c_.failed = true;
@@ -238,8 +277,9 @@ class TraceBuilder {
         TraceSlot ts;
         ts.slot = si;
         ts.name = k->slots[s].name;
-        ts.role = c.is_static(si) ? SlotRole::static_input
-                  : c.is_inter(si) ? SlotRole::intermediate : SlotRole::input;
+        ts.role = c.is_static(si)  ? SlotRole::static_input
+                  : c.is_inter(si) ? SlotRole::intermediate
+                                   : SlotRole::input;
         ts.output = c.is_output(si);
         ts.host.bytes = sb.bytes_;
         ts.host.shape = {static_cast<int64_t>(sb.bytes_ / 4)};

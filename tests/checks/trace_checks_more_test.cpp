@@ -35,8 +35,9 @@ TEST(TraceCheck_OutputDivergence, ErrorWhenCosineBelowThreshold) {
   EXPECT_EQ(f.call, 2);
   EXPECT_EQ(f.slot, 2);
   EXPECT_FALSE(f.first_call_of_key);
-  EXPECT_EQ(f.message, "output out differs from the no-reuse run on a later call of bo_key 'K' "
-                       "(cosine 0.5)");
+  EXPECT_EQ(f.message,
+            "output out differs from the no-reuse run on a later call of bo_key 'K' "
+            "(cosine 0.5)");
   EXPECT_EQ(evidence(f, "cosine"), "0.5");
   EXPECT_EQ(evidence(f, "call of key"), "later");
 }
@@ -282,8 +283,12 @@ TEST(TraceCheck_PlaceholderUpload, LintAndRunOfFirstCallMerge) {
 TraceBuilder norm_with_alias(int aliased) {
   TraceBuilder b;
   b.kernel("norm", {"x", "g", "out"});
-  b.call("norm", "norm_L0").path("/program/phases/0/steps/1").statics({1}).alias(aliased, "p")
-      .slot(1).tensor("g[0]");
+  b.call("norm", "norm_L0")
+      .path("/program/phases/0/steps/1")
+      .statics({1})
+      .alias(aliased, "p")
+      .slot(1)
+      .tensor("g[0]");
   return b;
 }
 
@@ -292,7 +297,8 @@ TEST(TraceCheck_AliasConflict, SilentOnAliasedStaticSlot) {
   auto b = norm_with_alias(1);
   Trace t = b.build();
   EXPECT_TRUE(t.calls[0].failed);
-  EXPECT_TRUE(run_check(run_alias_conflict, t).empty()) << describe(run_check(run_alias_conflict, t));
+  EXPECT_TRUE(run_check(run_alias_conflict, t).empty())
+      << describe(run_check(run_alias_conflict, t));
   b.identities_only();
   EXPECT_TRUE(run_check(run_alias_conflict, b.build()).empty());
   EXPECT_EQ(run_check(run_config_error, b.build()).size(), 1u);

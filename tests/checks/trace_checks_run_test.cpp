@@ -47,14 +47,14 @@ TEST(TraceCheck_Builder, PlacementsAndFirstCallsFollowTheExpansion) {
   EXPECT_EQ(t.calls[1].slots[1].place.label(), "key:K/1");
   EXPECT_EQ(t.calls[1].slots[1].place.first_call, 1);
   EXPECT_EQ(t.calls[1].slots[1].role, SlotRole::static_input);
-  EXPECT_FALSE(t.calls[1].slots[1].written);  // static, BO resident
+  EXPECT_FALSE(t.calls[1].slots[1].written);                     // static, BO resident
   EXPECT_EQ(t.calls[1].slots[2].place.label(), "alias:act/64");  // alias: (name, bytes)
   EXPECT_EQ(t.calls[1].slots[2].place.index, -1);
   EXPECT_EQ(t.calls[1].slots[2].place.first_call, 1);
   EXPECT_EQ(t.calls[1].slots[2].place.bo, 3);
   EXPECT_EQ(t.calls[2].slots[1].place.label(), "e2:key:K/1");
   EXPECT_EQ(t.calls[2].slots[1].place.bo, 5);  // e2 has its own K/0 (4), then K/1
-  EXPECT_TRUE(t.calls[2].slots[1].written);  // a new BO in another namespace
+  EXPECT_TRUE(t.calls[2].slots[1].written);    // a new BO in another namespace
 }
 
 TEST(TraceCheck_Builder, LaterCallKeepsTheFirstCallsBoListWhateverItsFlags) {
@@ -112,7 +112,7 @@ TEST(TraceCheck_Builder, UnboundArgumentsHaveNoBoAndNoResident) {
   EXPECT_TRUE(t.calls[1].failed);
   EXPECT_FALSE(shares_bo(t.calls[1], 2));
   auto r = residents(t);
-  EXPECT_EQ(r[1][2].call, 0);  // no BO, so nothing resident
+  EXPECT_EQ(r[1][2].call, 0);       // no BO, so nothing resident
   EXPECT_EQ(r[1][1].binding, "y");  // slot 1 is call 1's out BO (key:K/1)
   EXPECT_EQ(r[1][1].call, 1);
 }
@@ -125,7 +125,7 @@ TEST(TraceCheck_Builder, NumberBosReproducesTheBuildersNumbering) {
   b.call("prod", "P").alias(1, "act");
   b.call("cons", "C").alias(0, "act").shared_nonstatic();
   b.call("prod", "P").ns("e2");
-  b.call("cons", "C").slot(1).bytes(128);  // a later call: call 2's placements, copied
+  b.call("cons", "C").slot(1).bytes(128);        // a later call: call 2's placements, copied
   b.call("prod", "P").ns("e2").alias(0, "act");  // alias flags of a later call: ignored
   Trace want = b.build();
   Trace t = want;
@@ -186,22 +186,21 @@ TEST(TraceCheck_Registry, CoverageGapsWithRunOnly) {
 }
 
 TEST(TraceCheck_Registry, CoverageGapsWithIdentitiesOnly) {
-  EXPECT_EQ(gaps(Capabilities{}), (std::vector<Gap>{
-                                      {"stale-static", false, "run"},
-                                      {"key-collision", true, "run"},
-                                      {"size-mismatch", true, "run"},
-                                      {"static-clobber", false, "no_reuse"},
-                                      {"intermediate-read", false,
-                                       "run, no_reuse, byte_diffs, access"},
-                                      {"partial-overwrite", false,
-                                       "run, no_reuse, byte_diffs, access"},
-                                      {"output-divergence", false, "no_reuse"},
-                                      {"view-overwritten", false, "run"},
-                                      {"placeholder-upload", true, "run"},
-                                      {"alias-conflict", true, "run, no_reuse"},
-                                      {"missed-static", false, "run, no_reuse"},
-                                      {"missed-intermediate", false, "run, access"},
-                                  }));
+  EXPECT_EQ(gaps(Capabilities{}),
+            (std::vector<Gap>{
+                {"stale-static", false, "run"},
+                {"key-collision", true, "run"},
+                {"size-mismatch", true, "run"},
+                {"static-clobber", false, "no_reuse"},
+                {"intermediate-read", false, "run, no_reuse, byte_diffs, access"},
+                {"partial-overwrite", false, "run, no_reuse, byte_diffs, access"},
+                {"output-divergence", false, "no_reuse"},
+                {"view-overwritten", false, "run"},
+                {"placeholder-upload", true, "run"},
+                {"alias-conflict", true, "run, no_reuse"},
+                {"missed-static", false, "run, no_reuse"},
+                {"missed-intermediate", false, "run, access"},
+            }));
 }
 
 TEST(TraceCheck_Registry, NoCoverageGapsWithFullCapabilities) {
@@ -281,8 +280,8 @@ TEST(TraceCheck_RunChecks, ZeroCallsNeverCrashOrFind) {
 
 TEST(TraceCheck_RunChecks, FindingsOfAllChecksSortByCallThenCheck) {
   auto b = clean_decode();
-  b.at(3).slot(0).bytes(32);        // size-mismatch on call 3 (a written slot: stale tail)
-  b.at(2).diverged(2, 0.995);       // output-divergence warning on call 2
+  b.at(3).slot(0).bytes(32);   // size-mismatch on call 3 (a written slot: stale tail)
+  b.at(2).diverged(2, 0.995);  // output-divergence warning on call 2
   FindingSink sink;
   run_checks(b.build(), sink);
   auto v = sink.sorted();

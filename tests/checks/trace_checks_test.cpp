@@ -362,9 +362,10 @@ TEST(TraceCheck_SizeMismatch, FiresForStaticSlotEvenWithSharedNonstatic) {
   EXPECT_EQ(v[0].slot, 1);
   // Static (skipped) and not read back: larger than its BO is a truncation, not a raise.
   EXPECT_EQ(v[0].severity, Severity::warning);
-  EXPECT_EQ(v[0].message, "slot w is 128 bytes but the BO of 'lm_head' was sized 64 bytes at "
-                          "call 1; the write is skipped, so the kernel sees only the first 64 "
-                          "bytes (truncated)");
+  EXPECT_EQ(v[0].message,
+            "slot w is 128 bytes but the BO of 'lm_head' was sized 64 bytes at "
+            "call 1; the write is skipped, so the kernel sees only the first 64 "
+            "bytes (truncated)");
 }
 
 TEST(TraceCheck_SizeMismatch, LintAndRunOfOneSlotMerge) {
@@ -645,9 +646,10 @@ TEST(TraceCheck_SizeMismatch, LargerSkippedSlotIsAWarningFromLintAndRun) {
   auto v = run_check(run_size_mismatch, t);
   ASSERT_EQ(v.size(), 1u) << describe(v);
   EXPECT_EQ(v[0].severity, Severity::warning);
-  EXPECT_EQ(v[0].message, "slot lut is 128 bytes but the BO of 'rope_dec' was sized 64 bytes at "
-                          "call 1; the write is skipped, so the kernel sees only the first 64 "
-                          "bytes (truncated)");
+  EXPECT_EQ(v[0].message,
+            "slot lut is 128 bytes but the BO of 'rope_dec' was sized 64 bytes at "
+            "call 1; the write is skipped, so the kernel sees only the first 64 "
+            "bytes (truncated)");
 }
 
 TEST(TraceCheck_SizeMismatch, SilentRunPartWithoutRunCapability) {
@@ -690,7 +692,7 @@ TEST(TraceCheck_SizeMismatch, KeysOfOneNamespaceAreCompared) {
   EXPECT_EQ(v[0].slot, -1);  // slot count
   EXPECT_EQ(v[1].slot, 0);   // 128 bytes into a 64-byte BO
   EXPECT_EQ(v[1].message, "slot a is 128 bytes but the BO of 'K' was sized 64 bytes at call 1");
-  EXPECT_EQ(v[2].slot, 3);   // no BO
+  EXPECT_EQ(v[2].slot, 3);  // no BO
 }
 
 // ---- static-clobber -----------------------------------------------------------------------

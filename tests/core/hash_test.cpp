@@ -3,8 +3,9 @@
 // 64 KiB chunks' hashes above; on every size 0..4096 at several misalignments, on sizes around
 // the block and chunk boundaries up to several MB, and through the BOD_HASH_PATH environment
 // variable in a child process. (The AVX-512 path runs only on a CPU that has it.)
-#include <gtest/gtest.h>
+#include "core/hash.h"
 
+#include <gtest/gtest.h>
 #include <xxhash.h>  // the library's exported XXH3_64bits: the reference
 
 #include <algorithm>
@@ -12,7 +13,6 @@
 #include <string>
 #include <vector>
 
-#include "core/hash.h"
 #include "support/scratch.h"
 
 namespace bod {
@@ -78,11 +78,24 @@ TEST(Hash, EveryPathMatchesTheReferenceOnLargeBuffers) {
   // Sizes around the 1 KiB stripe block, 64-byte stripe edges, the 64 KiB chunk, the 4 MiB
   // where the chunk hashes leave the stack, and several MB.
   std::vector<uint8_t> buf = pattern((size_t(5) << 20) + 1000);
-  std::vector<size_t> sizes = {1023,      1024,      1025,      16383,     16384,
-                               16385,     65535,     65536,     65537,     65536 + 63,
-                               131072,    131073,    (size_t(1) << 20) + 17,
-                               (size_t(4) << 20) - 1, size_t(4) << 20, (size_t(4) << 20) + 1,
-                               (size_t(3) << 20) + 5, size_t(5) << 20};
+  std::vector<size_t> sizes = {1023,
+                               1024,
+                               1025,
+                               16383,
+                               16384,
+                               16385,
+                               65535,
+                               65536,
+                               65537,
+                               65536 + 63,
+                               131072,
+                               131073,
+                               (size_t(1) << 20) + 17,
+                               (size_t(4) << 20) - 1,
+                               size_t(4) << 20,
+                               (size_t(4) << 20) + 1,
+                               (size_t(3) << 20) + 5,
+                               size_t(5) << 20};
   for (HashPath p : available_hash_paths()) {
     SCOPED_TRACE(hash_path_name(p));
     KeepPath keep;
@@ -166,12 +179,14 @@ TEST_F(HashPathEnv, ForcesThePathOfAProcess) {
     EXPECT_EQ(r.err.find("BOD_HASH_PATH"), std::string::npos) << r.err;  // accepted silently
     std::string trace = testing::slurp(out);
     ASSERT_FALSE(trace.empty()) << out;
-    if (first.empty()) first = trace;
-    else EXPECT_EQ(trace, first) << "trace differs on path " << hash_path_name(p);
+    if (first.empty())
+      first = trace;
+    else
+      EXPECT_EQ(trace, first) << "trace differs on path " << hash_path_name(p);
   }
   // An unknown value is named on stderr, and the run still works (on the best path).
-  testing::Proc r = testing::run_shell(
-      dir_, "BOD_HASH_PATH=bogus " + testing::quote(BOD_BINARY) + " check " + testing::quote(model));
+  testing::Proc r = testing::run_shell(dir_, "BOD_HASH_PATH=bogus " + testing::quote(BOD_BINARY) +
+                                                 " check " + testing::quote(model));
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("BOD_HASH_PATH=bogus is not one of scalar, sse2, avx2, avx512"),
             std::string::npos)

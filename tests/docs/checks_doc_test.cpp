@@ -17,8 +17,10 @@ TEST(ChecksDoc, SectionsMatchRegistry) {
     if (line.rfind("## ", 0) == 0) doc.insert(line.substr(3));
   std::set<std::string> reg;
   for (auto& e : bod::check_registry()) reg.insert(e.info->id);
-  for (auto& id : reg) EXPECT_TRUE(doc.count(id)) << "docs/checks.md lacks a '## " << id << "' section";
-  for (auto& id : doc) EXPECT_TRUE(reg.count(id)) << "docs/checks.md documents unknown check " << id;
+  for (auto& id : reg)
+    EXPECT_TRUE(doc.count(id)) << "docs/checks.md lacks a '## " << id << "' section";
+  for (auto& id : doc)
+    EXPECT_TRUE(reg.count(id)) << "docs/checks.md documents unknown check " << id;
 }
 
 // Each section states what the check needs from a trace, and it is what the registry declares.

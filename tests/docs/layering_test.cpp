@@ -29,10 +29,12 @@ const std::map<std::string, std::set<std::string>> kAllowed = {
     {"analysis", {"core", "trace", "checks"}},
     {"report", {"core", "trace", "checks", "analysis"}},
     {"skeleton", {"core", "trace"}},
-    {"cli", {"core", "kernels", "model", "plan", "runtime", "engine", "trace", "runner", "checks",
-             "analysis", "report", "skeleton"}},
-    {"bench", {"core", "kernels", "model", "plan", "runtime", "engine", "trace", "runner",
-               "checks", "analysis", "report"}},
+    {"cli",
+     {"core", "kernels", "model", "plan", "runtime", "engine", "trace", "runner", "checks",
+      "analysis", "report", "skeleton"}},
+    {"bench",
+     {"core", "kernels", "model", "plan", "runtime", "engine", "trace", "runner", "checks",
+      "analysis", "report"}},
     {"main", {"cli", "core"}},
 };
 

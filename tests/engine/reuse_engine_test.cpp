@@ -1,15 +1,15 @@
 // ReuseEngine on the CPU device, one rule of the real KernelCache.load_and_run per test ("R" =
 // a line of mlir-air's programming_examples/llms/shared/infra/cache.py at e972f29; the tests
-// named Row_* follow the rows of the engine table in docs/model-format.md): which slots a call writes, how
-// BOs are shared (per bo_key, shared_nonstatic pools, shared_alias), sizes fixed at first use,
-// stale device bytes after a skipped write, and zero-copy output views.
+// named Row_* follow the rows of the engine table in docs/model-format.md): which slots a call
+// writes, how BOs are shared (per bo_key, shared_nonstatic pools, shared_alias), sizes fixed at
+// first use, stale device bytes after a skipped write, and zero-copy output views.
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <functional>
-#include <stdexcept>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -105,8 +105,7 @@ struct Fixture {
   }
   static std::vector<HostSlot> slots(const std::vector<std::vector<uint8_t>>& a) {
     std::vector<HostSlot> r;
-    for (size_t s = 0; s < a.size(); ++s)
-      r.push_back(HostSlot{a[s].data(), a[s].size()});
+    for (size_t s = 0; s < a.size(); ++s) r.push_back(HostSlot{a[s].data(), a[s].size()});
     return r;
   }
   Prepared prepare(int number, const std::vector<std::vector<uint8_t>>& a) {
@@ -132,7 +131,9 @@ struct Fixture {
   }
 };
 
-std::vector<uint8_t> bytes(size_t n, uint8_t v) { return std::vector<uint8_t>(n, v); }
+std::vector<uint8_t> bytes(size_t n, uint8_t v) {
+  return std::vector<uint8_t>(n, v);
+}
 
 // Row "key, first call" (R622 bo_key defaults to the kernel name, R645 first call = key not yet
 // cached) and row "writes" (R675-688): the key's first call writes every slot.
@@ -236,8 +237,9 @@ TEST(ReuseEngine, Row_LargerArrayOnAWrittenSlotRaises) {
   Prepared p2 = f.prepare(2, h2);
   EXPECT_TRUE(p2.failed);
   // Slot a (written) is too large: the real engine raises ValueError there (R684).
-  EXPECT_EQ(p2.error, "the real engine raises ValueError: slot a is 64 bytes but its BO (key:A/0) "
-                      "holds 32 (host write)");
+  EXPECT_EQ(p2.error,
+            "the real engine raises ValueError: slot a is 64 bytes but its BO (key:A/0) "
+            "holds 32 (host write)");
   EXPECT_EQ(p2.slots[A].bo_bytes, 32u);
   EXPECT_FALSE(p2.slots[A].written);
   EXPECT_EQ(f.device(p1.slots[A].bo), h1[A]);  // nothing was written
@@ -278,8 +280,8 @@ TEST(ReuseEngine, Row_SharedNonstaticPoolKeyedByKernelSlotAndSize) {
 TEST(ReuseEngine, SharedAliasGivesOneBoToTwoCalls) {
   ojson prod = kcall("A");
   prod["shared_alias"] = {{"out", "h"}};
-  ojson cons = {{"call", "k2"}, {"params", {{"n", 4}}}, {"bo_key", "B"},
-                {"shared_alias", {{"in", "h"}}}};
+  ojson cons = {
+      {"call", "k2"}, {"params", {{"n", 4}}}, {"bo_key", "B"}, {"shared_alias", {{"in", "h"}}}};
   Fixture f(std::vector<ojson>{prod, cons});
   auto h1 = f.arrays(1, 10), h2 = f.arrays(2, 50);
   Prepared p1 = f.prepare(1, h1);
@@ -293,7 +295,7 @@ TEST(ReuseEngine, SharedAliasGivesOneBoToTwoCalls) {
   EXPECT_EQ(f.bo(2, 1), "key:B/1");
   // the pool remembers who wrote it last
   EXPECT_EQ(f.engine->last_change(p2.slots[0].bo).call, 2);  // call 2 wrote its input
-  EXPECT_EQ(f.call(2).place[0].first_call, 1);  // the pool's first user
+  EXPECT_EQ(f.call(2).place[0].first_call, 1);               // the pool's first user
 }
 
 TEST(ReuseEngine, SkippedWriteLeavesStaleDeviceBytes) {
@@ -374,7 +376,6 @@ TEST(ReuseEngine, WrittenOutputOverwritesHeldViewBeforeDispatch) {
   EXPECT_EQ(std::vector<uint8_t>(now, now + 64), h2[OUT]);
 }
 
-
 // Row "pool lookup" (R646-658): pools are looked up only at a key's first call; a later call
 // of the key reuses the stored BO list, here a smaller shared_nonstatic slot gets the first
 // call's 64-byte pool BO (prefix write), not a 32-byte pool of its own.
@@ -396,8 +397,8 @@ TEST(ReuseEngine, Row_PoolLookupOnlyAtTheKeysFirstCall) {
 TEST(ReuseEngine, Row_AliasPoolKeyedByNameAndSize) {
   ojson prod = kcall("A", 4);
   prod["shared_alias"] = {{"out", "h"}};
-  ojson cons = {{"call", "k2"}, {"params", {{"n", 2}}}, {"bo_key", "B"},
-                {"shared_alias", {{"in", "h"}}}};
+  ojson cons = {
+      {"call", "k2"}, {"params", {{"n", 2}}}, {"bo_key", "B"}, {"shared_alias", {{"in", "h"}}}};
   Fixture f(std::vector<ojson>{prod, cons});
   Prepared p1 = f.prepare(1, f.arrays(1, 10));
   Prepared p2 = f.prepare(2, f.arrays(2, 50));
@@ -414,8 +415,9 @@ TEST(ReuseEngine, Row_AliasOnStaticIndexRaisesBeforeAnyBo) {
   Fixture f(std::vector<ojson>{bad, kcall("A")});
   Prepared p1 = f.prepare(1, f.arrays(1, 10));
   EXPECT_TRUE(p1.failed);
-  EXPECT_EQ(p1.error, "the real engine raises ValueError: shared_alias must not target "
-                      "static_input_indices [1]");
+  EXPECT_EQ(p1.error,
+            "the real engine raises ValueError: shared_alias must not target "
+            "static_input_indices [1]");
   EXPECT_EQ(p1.writes, 0);
   EXPECT_EQ(p1.slots[A].bo, ReuseEngine::kNone);
   EXPECT_EQ(f.call(2).key_first_call, 2);
@@ -429,8 +431,8 @@ TEST(ReuseEngine, Row_AliasOnStaticIndexRaisesBeforeAnyBo) {
 // Row_LargerArrayOnAWrittenSlotRaises.
 TEST(ReuseEngine, Row_LargerArrayOnASkippedSlotDoesNotRaise) {
   auto k3 = [](int n) {
-    return ojson{{"call", "k3"}, {"params", {{"n", n}}}, {"bo_key", "A"},
-                 {"intermediate_indices", {"x"}}};
+    return ojson{
+        {"call", "k3"}, {"params", {{"n", n}}}, {"bo_key", "A"}, {"intermediate_indices", {"x"}}};
   };
   Fixture f(std::vector<ojson>{k3(2), k3(4)});
   Prepared p1 = f.prepare(1, f.arrays(1, 10));
@@ -473,7 +475,6 @@ TEST(ReuseEngine, Row_SameKeyInTwoCachesIsTwoBoSets) {
   EXPECT_NE(p1.slots[W].bo, p2.slots[W].bo);
   EXPECT_TRUE(p2.slots[W].written);  // a first call in its own cache
 }
-
 
 // Row "placeholders" (llama32_1b_inference.py 214-245, llama32_3b_inference.py 166-196): after
 // preload the engines pass np.empty(0) or a zero-stride np.broadcast_to for static slots.

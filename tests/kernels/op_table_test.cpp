@@ -11,9 +11,9 @@ bool contains(const std::string& s, const std::string& part) {
 }
 
 TEST(OpTable, ListsEveryOpOnceWithOutAndRows) {
-  const std::vector<std::string> want{"gemm", "gemv",      "rmsnorm", "layernorm", "rope",
-                                      "silu_mul", "add",   "softmax", "attention", "embedding",
-                                      "copy", "cast",      "fill"};
+  const std::vector<std::string> want{"gemm",     "gemv", "rmsnorm", "layernorm", "rope",
+                                      "silu_mul", "add",  "softmax", "attention", "embedding",
+                                      "copy",     "cast", "fill"};
   std::set<std::string> seen;
   for (const auto& op : op_table()) {
     EXPECT_TRUE(seen.insert(op.name).second) << op.name;
@@ -87,25 +87,25 @@ TEST_F(OpShapes, Gemm) {
   EXPECT_TRUE(contains(e, "b is [48,64]") && contains(e, "expected b columns == 48")) << e;
   const auto o = check("gemm", {{"a", t({16, 48})}, {"b", t({48, 64})}, {"out", t({16, 32})}});
   EXPECT_TRUE(contains(o, "out is [16,32]") && contains(o, "expected out [16,64]")) << o;
-  const auto b = check("gemv", {{"a", t({1, 8})}, {"b", t({8, 4})}, {"bias", t({5})},
-                                {"out", t({1, 4})}});
+  const auto b =
+      check("gemv", {{"a", t({1, 8})}, {"b", t({8, 4})}, {"bias", t({5})}, {"out", t({1, 4})}});
   EXPECT_TRUE(contains(b, "gemv: bias is [5]") && contains(b, "expected 4 elements")) << b;
 }
 
 TEST_F(OpShapes, DtypesAndMissingOperands) {
-  const auto e = check("rmsnorm", {{"x", t({2, 8}, DType::i32)}, {"weight", t({8})},
-                                   {"out", t({2, 8})}});
+  const auto e =
+      check("rmsnorm", {{"x", t({2, 8}, DType::i32)}, {"weight", t({8})}, {"out", t({2, 8})}});
   EXPECT_EQ(e, "rmsnorm: x is i32 [2,8]; expected bf16 or f32");
-  const auto ids = check("embedding", {{"table", t({10, 4})}, {"ids", t({3}, DType::f32)},
-                                       {"out", t({3, 4})}});
+  const auto ids =
+      check("embedding", {{"table", t({10, 4})}, {"ids", t({3}, DType::f32)}, {"out", t({3, 4})}});
   EXPECT_EQ(ids, "embedding: ids is f32 [3]; expected i32");
-  EXPECT_EQ(check("embedding", {{"table", t({10, 4})}, {"ids", t({3}, DType::i32)},
-                                {"out", t({3, 4}, DType::bf16)}}),
-            "");
+  EXPECT_EQ(
+      check("embedding",
+            {{"table", t({10, 4})}, {"ids", t({3}, DType::i32)}, {"out", t({3, 4}, DType::bf16)}}),
+      "");
   const auto m = check("gemm", {{"a", t({2, 2})}, {"out", t({2, 2})}});
   EXPECT_TRUE(contains(m, "gemm: missing required operand b")) << m;
-  EXPECT_TRUE(contains(check("add", {{"a", t({2})}, {"b", t({2})}, {"out", t({2})},
-                                     {"c", t({2})}}),
+  EXPECT_TRUE(contains(check("add", {{"a", t({2})}, {"b", t({2})}, {"out", t({2})}, {"c", t({2})}}),
                        "unknown operand c"));
   EXPECT_EQ(check("cast", {{"src", t({6}, DType::i32)}, {"out", t({2, 3}, DType::bf16)}}), "");
   EXPECT_TRUE(contains(check("copy", {{"src", t({6})}, {"out", t({2, 4})}}),
@@ -115,23 +115,22 @@ TEST_F(OpShapes, DtypesAndMissingOperands) {
 TEST_F(OpShapes, NormsRopeElementwise) {
   const auto w = check("rmsnorm", {{"x", t({2, 8})}, {"weight", t({1, 7})}, {"out", t({2, 8})}});
   EXPECT_EQ(w, "rmsnorm: weight is [1,7] but x has 8 columns; expected 8 elements");
-  EXPECT_EQ(check("rmsnorm", {{"x", t({2, 8})}, {"weight", t({1, 8})}, {"out", t({1, 2, 8})}}),
-            "");
-  EXPECT_TRUE(contains(check("layernorm", {{"x", t({2, 8})}, {"weight", t({8})},
-                                           {"bias", t({4})}, {"out", t({2, 8})}}),
-                       "bias is [4]"));
+  EXPECT_EQ(check("rmsnorm", {{"x", t({2, 8})}, {"weight", t({1, 8})}, {"out", t({1, 2, 8})}}), "");
+  EXPECT_TRUE(
+      contains(check("layernorm",
+                     {{"x", t({2, 8})}, {"weight", t({8})}, {"bias", t({4})}, {"out", t({2, 8})}}),
+               "bias is [4]"));
   const auto r = check("rope", {{"x", t({3, 24})}, {"lut", t({3, 16})}, {"out", t({3, 24})}},
                        {{"head_dim", 16}});
   EXPECT_TRUE(contains(r, "x is [3,24] but head_dim is 16") && contains(r, "multiple")) << r;
   const auto l = check("rope", {{"x", t({3, 32})}, {"lut", t({1, 16})}, {"out", t({3, 32})}},
                        {{"head_dim", 16}});
   EXPECT_TRUE(contains(l, "lut is [1,16]") && contains(l, "expected lut [3,16]")) << l;
-  EXPECT_TRUE(contains(check("rope", {{"x", t({3, 32})}, {"lut", t({3, 16})},
-                                      {"out", t({3, 32})}}),
+  EXPECT_TRUE(contains(check("rope", {{"x", t({3, 32})}, {"lut", t({3, 16})}, {"out", t({3, 32})}}),
                        "head_dim is 0"));
-  EXPECT_TRUE(contains(check("silu_mul", {{"gate", t({2, 8})}, {"up", t({8, 2})},
-                                          {"out", t({2, 8})}}),
-                       "up is [8,2] but gate is [2,8]"));
+  EXPECT_TRUE(
+      contains(check("silu_mul", {{"gate", t({2, 8})}, {"up", t({8, 2})}, {"out", t({2, 8})}}),
+               "up is [8,2] but gate is [2,8]"));
   EXPECT_EQ(check("add", {{"a", t({2, 8})}, {"b", t({16})}, {"out", t({4, 4})}}), "");
   EXPECT_TRUE(contains(check("add", {{"a", t({2, 8})}, {"b", t({15})}, {"out", t({2, 8})}}),
                        "b is [15] but a is [2,8]"));
@@ -154,10 +153,9 @@ TEST_F(OpShapes, AttentionAndEmbedding) {
   EXPECT_TRUE(contains(att({4, 64}, {8, 32}, {8, 32}, 4, 0, 16), "kv_heads is 0"));
   EXPECT_EQ(att({4, 64}, {8, 32}, {8, 32}, 4, 2, 16, DType::f32),
             "attention: kv_len is f32 [1]; expected i32");
-  const auto e = check("embedding", {{"table", t({10, 4})}, {"ids", t({3}, DType::i32)},
-                                     {"out", t({2, 4})}});
-  EXPECT_TRUE(contains(e, "out is [2,4] but ids is [3]") && contains(e, "expected out [3,4]"))
-      << e;
+  const auto e =
+      check("embedding", {{"table", t({10, 4})}, {"ids", t({3}, DType::i32)}, {"out", t({2, 4})}});
+  EXPECT_TRUE(contains(e, "out is [2,4] but ids is [3]") && contains(e, "expected out [3,4]")) << e;
 }
 
 }  // namespace

@@ -42,8 +42,12 @@ void gemm_trials(const char* op, uint32_t seed) {
   }
 }
 
-TEST(OpsMatmul, GemmMatchesScalar) { gemm_trials("gemm", 11); }
-TEST(OpsMatmul, GemvMatchesScalar) { gemm_trials("gemv", 12); }
+TEST(OpsMatmul, GemmMatchesScalar) {
+  gemm_trials("gemm", 11);
+}
+TEST(OpsMatmul, GemvMatchesScalar) {
+  gemm_trials("gemv", 12);
+}
 
 TEST(OpsMatmul, GemmTransposeAndAccumulateExact) {
   HostTensor a(DType::f32, {1, 2}), b(DType::f32, {2, 2}), out(DType::f32, {1, 2});
@@ -51,8 +55,8 @@ TEST(OpsMatmul, GemmTransposeAndAccumulateExact) {
   b.set_vals({1, 2, 3, 4});
   run_checked(make_call("gemm", {{"a", a.ref}, {"b", b.ref}, {"out", out.ref}}));
   EXPECT_EQ(out.vals(), (std::vector<float>{7, 10}));
-  run_checked(make_call("gemm", {{"a", a.ref}, {"b", b.ref}, {"out", out.ref}},
-                        {{"transpose_b", 1}}));
+  run_checked(
+      make_call("gemm", {{"a", a.ref}, {"b", b.ref}, {"out", out.ref}}, {{"transpose_b", 1}}));
   EXPECT_EQ(out.vals(), (std::vector<float>{5, 11}));
   // accumulate reads the stale output: running twice doubles it.
   run_checked(make_call("gemm", {{"a", a.ref}, {"b", b.ref}, {"out", out.ref}},
@@ -111,7 +115,8 @@ std::vector<double> ref_attention(const std::vector<float>& q, const std::vector
       std::vector<double> s(lim);
       double mx = -1e300, sum = 0;
       for (int64_t j = 0; j < lim; ++j) {
-        for (int64_t d = 0; d < D; ++d) s[j] += double(q[i * H * D + h * D + d]) * k[j * KH * D + g * D + d];
+        for (int64_t d = 0; d < D; ++d)
+          s[j] += double(q[i * H * D + h * D + d]) * k[j * KH * D + g * D + d];
         s[j] /= std::sqrt(double(D));
         mx = std::max(mx, s[j]);
       }
@@ -140,7 +145,8 @@ TEST(OpsMatmul, AttentionMatchesScalar) {
     P params{{"heads", double(H)}, {"kv_heads", double(KH)}, {"head_dim", double(D)}};
     if (!causal) params["causal"] = 0;
     const int64_t rw = maybe_rows(rng, params, Sq);
-    std::map<std::string, TensorRef> ops{{"q", q.ref}, {"k", k.ref}, {"v", v.ref}, {"out", out.ref}};
+    std::map<std::string, TensorRef> ops{
+        {"q", q.ref}, {"k", k.ref}, {"v", v.ref}, {"out", out.ref}};
     if (use_len) ops["kv_len"] = len.ref;
     run_checked(make_call("attention", ops, params));
     const auto ref = ref_attention(q.vals(), k.vals(), v.vals(), Sq, H, KH, D, L, causal);
@@ -153,8 +159,8 @@ TEST(OpsMatmul, AttentionMatchesScalar) {
 // and each output is the mean of the visible rows' values.
 struct MeanSetup {
   int64_t Sq, Sk, H, KH, D = 2;
-  HostTensor q{DType::f32, {Sq, H * D}}, k{DType::f32, {Sk, KH * D}}, v{DType::f32, {Sk, KH * D}};
-  HostTensor out{DType::f32, {Sq, H * D}}, len{DType::i32, {1}};
+  HostTensor q{DType::f32, {Sq, H*D}}, k{DType::f32, {Sk, KH*D}}, v{DType::f32, {Sk, KH*D}};
+  HostTensor out{DType::f32, {Sq, H*D}}, len{DType::i32, {1}};
   MeanSetup(int64_t sq, int64_t sk, int64_t h, int64_t kh) : Sq(sq), Sk(sk), H(h), KH(kh) {
     for (int64_t j = 0; j < Sk; ++j)
       for (int64_t c = 0; c < KH * D; ++c) v.ref.set(j * KH * D + c, float(j + 100 * (c / D)));
@@ -163,10 +169,13 @@ struct MeanSetup {
   }
   std::vector<float> run(int32_t kv_len, bool causal) {
     len.set_vals({float(kv_len)});
-    run_checked(make_call(
-        "attention", {{"q", q.ref}, {"k", k.ref}, {"v", v.ref}, {"kv_len", len.ref}, {"out", out.ref}},
-        {{"heads", double(H)}, {"kv_heads", double(KH)}, {"head_dim", double(D)},
-         {"causal", causal ? 1.0 : 0.0}}));
+    run_checked(
+        make_call("attention",
+                  {{"q", q.ref}, {"k", k.ref}, {"v", v.ref}, {"kv_len", len.ref}, {"out", out.ref}},
+                  {{"heads", double(H)},
+                   {"kv_heads", double(KH)},
+                   {"head_dim", double(D)},
+                   {"causal", causal ? 1.0 : 0.0}}));
     return out.vals();
   }
 };

@@ -14,8 +14,8 @@ TEST(Ops, NormsMatchScalar) {
     const bool layer = trial % 2;
     const bool use_bias = layer && pick(rng, 0, 1);
     const int64_t R = pick(rng, 1, 6), C = pick(rng, 1, 40);
-    HostTensor x(pick_float(rng), {1, R, C}), w(pick_float(rng), {C}),
-        b(pick_float(rng), {1, C}), out(pick_float(rng), {R, C});
+    HostTensor x(pick_float(rng), {1, R, C}), w(pick_float(rng), {C}), b(pick_float(rng), {1, C}),
+        out(pick_float(rng), {R, C});
     x.randomize(rng, -3, 2);
     w.randomize(rng, 0.5, 1.5);
     b.randomize(rng);
@@ -42,8 +42,7 @@ TEST(Ops, NormsMatchScalar) {
         ref[r * C + i] = (xv[r * C + i] - mean) * inv * wv[i] + (use_bias ? bv[i] : 0.0);
     }
     expect_near_ref(out.vals(), partial(ref, rw, C), out.ref.dtype,
-                    (layer ? "layernorm trial " : "rmsnorm trial ") + std::to_string(trial),
-                    1e-4);
+                    (layer ? "layernorm trial " : "rmsnorm trial ") + std::to_string(trial), 1e-4);
   }
 }
 
@@ -101,8 +100,8 @@ TEST(Ops, ElementwiseMatchScalar) {
     P params;
     const int64_t rw = maybe_rows(rng, params, R);
     if (silu)
-      run_checked(make_call("silu_mul", {{"gate", a.ref}, {"up", b.ref}, {"out", out.ref}},
-                            params));
+      run_checked(
+          make_call("silu_mul", {{"gate", a.ref}, {"up", b.ref}, {"out", out.ref}}, params));
     else
       run_checked(make_call("add", {{"a", a.ref}, {"b", b.ref}, {"out", out.ref}}, params));
     const auto av = a.vals(), bv = b.vals();
@@ -153,14 +152,14 @@ TEST(Ops, EmbeddingGathersRowsAndNaNsBadIds) {
     ids.set_vals(idv);
     P params;
     const int64_t rw = maybe_rows(rng, params, n);
-    run_checked(make_call("embedding", {{"table", table.ref}, {"ids", ids.ref}, {"out", out.ref}},
-                          params));
+    run_checked(
+        make_call("embedding", {{"table", table.ref}, {"ids", ids.ref}, {"out", out.ref}}, params));
     const auto tv = table.vals();
     std::vector<double> ref(n * E);
     for (int64_t r = 0; r < n; ++r)
       for (int64_t e = 0; e < E; ++e)
-        ref[r * E + e] = idv[r] >= 0 && idv[r] < V ? tv[static_cast<int64_t>(idv[r]) * E + e]
-                                                   : std::nan("");
+        ref[r * E + e] =
+            idv[r] >= 0 && idv[r] < V ? tv[static_cast<int64_t>(idv[r]) * E + e] : std::nan("");
     expect_near_ref(out.vals(), partial(ref, rw, E), out.ref.dtype,
                     "embedding trial " + std::to_string(trial), 0);
   }

@@ -62,8 +62,7 @@ inline OpCall make_call(const char* op, std::map<std::string, TensorRef> operand
 constexpr float kSentinel = 7.25f;  // exact in bf16: marks rows an op must leave alone
 
 // Randomly leaves `rows` unset (all rows) or sets it in [0, rows+1]; returns rows expected.
-inline int64_t maybe_rows(std::mt19937& rng, std::map<std::string, double>& params,
-                          int64_t rows) {
+inline int64_t maybe_rows(std::mt19937& rng, std::map<std::string, double>& params, int64_t rows) {
   if (pick(rng, 0, 2) == 0) return rows;
   const int64_t r = pick(rng, 0, rows + 1);
   params["rows"] = static_cast<double>(r);

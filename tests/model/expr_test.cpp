@@ -119,8 +119,8 @@ TEST(Expr, AdditionOverflow) {
   EXPECT_TRUE(contains(eval_error("9000000000000000000+9000000000000000000"), "overflow"));
   EXPECT_TRUE(contains(eval_error("-9000000000000000000-9000000000000000000"), "overflow"));
   // three terms wrap back to a positive, plausible-looking value
-  EXPECT_TRUE(contains(eval_error("S*0+9000000000000000000+9000000000000000000+9000000000000000000"),
-                       "overflow"));
+  EXPECT_TRUE(contains(
+      eval_error("S*0+9000000000000000000+9000000000000000000+9000000000000000000"), "overflow"));
 }
 
 // The literal guard rejects the last few int64 values (9223372036854775800..807), which are

@@ -17,11 +17,11 @@
 #include <sstream>
 #include <string>
 
-#include "support/scratch.h"
 #include "model/model.h"
 #include "model/tensor_io.h"
 #include "plan/plan.h"
 #include "runner/host_data.h"
+#include "support/scratch.h"
 
 namespace bod {
 namespace {
@@ -115,7 +115,8 @@ TEST_F(HostileFiles, Defect10_LintRefusesHugeUnrollUnderMaxMemory) {
 // file's header was read. The file's size is checked first, before any allocation.
 TEST_F(HostileFiles, Defect11_DeclaredTensorLargerThanItsFile) {
   // The committed model declares w as [1000000000] f32 in a .npy of two floats (136 bytes).
-  std::string f = fs::path(kHostileDir + "/tensor_larger_than_file.npy").lexically_normal().string();
+  std::string f =
+      fs::path(kHostileDir + "/tensor_larger_than_file.npy").lexically_normal().string();
   ASSERT_EQ(fs::file_size(f), 136u);
   auto m = load_model(kHostileDir + "/tensor_larger_than_file.json");
   ASSERT_TRUE(m) << m.error().line();

@@ -74,9 +74,9 @@ struct Proc {
 
 // Runs the bo-doctor binary on `text` written to a temp model.json.
 Proc run_binary(const std::string& cmd, const std::string& text) {
-  fs::path dir = fs::temp_directory_path() /
-                 ("bod_hostile_" + std::to_string(::getpid()) + "_" +
-                  ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  fs::path dir =
+      fs::temp_directory_path() / ("bod_hostile_" + std::to_string(::getpid()) + "_" +
+                                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
   fs::create_directories(dir);
   fs::path m = dir / "model.json", err = dir / "stderr";
   std::ofstream(m, std::ios::binary) << text;
@@ -140,12 +140,12 @@ TEST(HostileInput, HostCopyFromZerosWithoutCallsDereferencesNull) {
 TEST(HostileInput, DeeplyNestedJsonOverflowsStack) {
   const size_t n = 50000;
   std::string deep = std::string(n, '[') + std::string(n, ']');
-  for (std::string text : {deep, R"({"format": )" + deep + "}",
-                           R"({"dims": {"S": )" + std::string(n, '{') + std::string(n, '}') + "}}"}) {
+  for (std::string text :
+       {deep, R"({"format": )" + deep + "}",
+        R"({"dims": {"S": )" + std::string(n, '{') + std::string(n, '}') + "}}"}) {
     Error e = load_error(text);
     EXPECT_EQ(e.where, "mem/model.json") << e.line().substr(0, 300);
-    EXPECT_NE(e.what.find("nested deeper than " + std::to_string(kMaxJsonDepth)),
-              std::string::npos)
+    EXPECT_NE(e.what.find("nested deeper than " + std::to_string(kMaxJsonDepth)), std::string::npos)
         << e.line().substr(0, 300);
     expect_printable(e);
   }
@@ -167,17 +167,18 @@ TEST(HostileInput, DeepOrLongExpressionOverflowsStack) {
   struct C {
     std::string expr, fragment;
   };
-  for (const C& c : {C{std::string(100000, '(') + "1" + std::string(100000, ')'),
-                       "characters long; expected at most 4096"},
-                     C{std::string(1000, '(') + "1" + std::string(1000, ')'),
-                       "nested deeper than 64 levels"},
-                     C{std::string(1000, '-') + "1", "nested deeper than 64 levels"},
-                     C{"1" + [] {
-                         std::string s;
-                         for (int i = 0; i < 3000; ++i) s += "+1";
-                         return s;
-                       }(),
-                       "characters long; expected at most 4096"}}) {
+  for (const C& c :
+       {C{std::string(100000, '(') + "1" + std::string(100000, ')'),
+          "characters long; expected at most 4096"},
+        C{std::string(1000, '(') + "1" + std::string(1000, ')'), "nested deeper than 64 levels"},
+        C{std::string(1000, '-') + "1", "nested deeper than 64 levels"},
+        C{"1" +
+              [] {
+                std::string s;
+                for (int i = 0; i < 3000; ++i) s += "+1";
+                return s;
+              }(),
+          "characters long; expected at most 4096"}}) {
     auto e = Expr::parse(c.expr);
     ASSERT_FALSE(e);
     EXPECT_NE(e.error().what.find(c.fragment), std::string::npos) << e.error().what;
@@ -235,8 +236,9 @@ TEST(HostileInput, HugeNumberLiteralIsInternalError) {
 TEST(HostileInput, LongKernelKeyMakesFilesystemThrow) {
   ojson j = model();
   std::string key(100000, 'k');
-  j["kernels"][key] = {{"slots", ojson::array({{{"name", "a"}, {"shape", ojson::array({"S"})}, {"dtype", "f16"}}})},
-                       {"body", ojson::array()}};
+  j["kernels"][key] = {
+      {"slots", ojson::array({{{"name", "a"}, {"shape", ojson::array({"S"})}, {"dtype", "f16"}}})},
+      {"body", ojson::array()}};
   Error e = load_error(j.dump());
   EXPECT_NE(e.what.find("unknown dtype"), std::string::npos) << e.line().substr(0, 300);
   expect_printable(e);

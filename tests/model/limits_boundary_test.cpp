@@ -46,7 +46,9 @@ ojson model() {
   })");
 }
 
-ojson set_y() { return {{"host", "set"}, {"out", "y"}, {"value", 1}}; }
+ojson set_y() {
+  return {{"host", "set"}, {"out", "y"}, {"value", 1}};
+}
 
 // `n` copies of a host step that sets y.
 ojson sets(size_t n) {
@@ -71,10 +73,10 @@ Result<Plan> plan_of(const std::string& text, const ExpandOptions& o = {}) {
   return expand(*keep.back(), o);
 }
 
-#define EXPECT_ACCEPTED(r)                                    \
-  do {                                                        \
-    auto r_ = (r);                                            \
-    EXPECT_TRUE(r_) << "refused: " << r_.error().line();      \
+#define EXPECT_ACCEPTED(r)                               \
+  do {                                                   \
+    auto r_ = (r);                                       \
+    EXPECT_TRUE(r_) << "refused: " << r_.error().line(); \
   } while (0)
 
 // `r` failed with exit 2 at `where` (unless empty) and its message holds every fragment.
@@ -159,8 +161,9 @@ TEST_F(Limits, ShapeElementsAt2Pow40AcceptedPastRefused) {
   s["program"]["phases"][0]["steps"] = {{{"call", "k"}, {"params", {{"M", 1048576}}}}};
   EXPECT_ACCEPTED(plan_of(s.dump(), o));
   s["program"]["phases"][0]["steps"][0]["params"]["M"] = 1048577;
-  expect_refused(plan_of(s.dump(), o), "/kernels/k/slots/0/shape/1",
-                 {"slot a dimension 'M' = 1048577 at call 1 makes the shape more than 2^40 elements"});
+  expect_refused(
+      plan_of(s.dump(), o), "/kernels/k/slots/0/shape/1",
+      {"slot a dimension 'M' = 1048577 at call 1 makes the shape more than 2^40 elements"});
 }
 
 // ---- steps in the expanded program: 2,000,000 (ExpandOptions::max_steps) --------------------
@@ -333,8 +336,9 @@ TEST_F(Limits, IntegerLiteralsAtInt64RangeAcceptedPastRefused) {
   expect_refused(dim("9223372036854775808.0"), "/dims/T", {range});
   // The bottom: the start of a loop range of one iteration.
   auto from = [](const std::string& literal) {
-    std::string text = with_steps({{{"loop", "i"}, {"range", {-1, -9223372036854775807}},
-                                    {"steps", sets(1)}}}).dump();
+    std::string text =
+        with_steps({{{"loop", "i"}, {"range", {-1, -9223372036854775807}}, {"steps", sets(1)}}})
+            .dump();
     text.replace(text.find("[-1,"), 4, "[" + literal + ",");
     return plan_of(text);
   };
@@ -380,14 +384,18 @@ TEST_F(Limits, NumberLiteralsAtDoubleMaxAcceptedPastRefused) {
 TEST_F(Limits, WriteRowsRowAtLastFittingRowAcceptedPastRefused) {
   auto rows = [](const std::string& row) {
     return plan_of(with_steps(ojson::parse(R"([{"host": "write_rows", "src": "x", "out": "big",
-                                                "row": )" + row + "}]")).dump());
+                                                "row": )" +
+                                           row + "}]"))
+                       .dump());
   };
   EXPECT_ACCEPTED(rows("6"));  // big is [8,4], x is [2,4]: rows 6 and 7
   EXPECT_ACCEPTED(rows("0"));
   const std::string where = "/program/phases/0/steps/0";
-  expect_refused(rows("7"), where,
-                 {"write_rows: row 7 with 2 src rows does not fit out [8,4]; expected 0 <= row <= 6"});
-  expect_refused(rows("-1"), where, {"write_rows: row -1 with 2 src rows", "expected 0 <= row <= 6"});
+  expect_refused(
+      rows("7"), where,
+      {"write_rows: row 7 with 2 src rows does not fit out [8,4]; expected 0 <= row <= 6"});
+  expect_refused(rows("-1"), where,
+                 {"write_rows: row -1 with 2 src rows", "expected 0 <= row <= 6"});
 }
 
 // ---- rope_lut heads: 1 to 2^30 ---------------------------------------------------------------
@@ -399,14 +407,16 @@ TEST_F(Limits, RopeLutHeadsAt2Pow30AcceptedPastRefused) {
   o.max_bytes = std::numeric_limits<size_t>::max();
   auto lut = [&](const std::string& heads) {
     ojson j = with_steps(ojson::parse(R"([{"host": "rope_lut", "out": "lut", "pos": 0,
-                                           "heads": )" + heads + "}]"));
+                                           "heads": )" +
+                                      heads + "}]"));
     j["vars"]["lut"] = {{"dtype", "f32"}, {"shape", {1, int64_t(1) << 31}}};
     return plan_of(j.dump(), o);
   };
   EXPECT_ACCEPTED(lut("1073741824"));
   EXPECT_ACCEPTED(lut("1"));
   const std::string where = "/program/phases/0/steps/0";
-  expect_refused(lut("1073741825"), where, {"rope_lut: heads must be from 1 to 2^30, found 1073741825"});
+  expect_refused(lut("1073741825"), where,
+                 {"rope_lut: heads must be from 1 to 2^30, found 1073741825"});
   expect_refused(lut("0"), where, {"rope_lut: heads must be from 1 to 2^30, found 0"});
 }
 

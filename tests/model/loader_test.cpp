@@ -2,13 +2,13 @@
 // valid base model), each of which must fail with exit 2, the JSON pointer of the offending
 // value and a message that says what was wrong; plus round trips of the llama-tiny fixture.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <unistd.h>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -85,7 +85,9 @@ const std::string kProj = "/program/phases/1/steps/0/steps/1";  // the proj call
 const std::string kNormDec = "/program/phases/1/steps/0/steps/0";
 const std::string kNormPre = "/program/phases/0/steps/0";
 
-ojson base() { return ojson::parse(kBase); }
+ojson base() {
+  return ojson::parse(kBase);
+}
 
 // Where a case fails: parsing, expansion, or loading the host data.
 enum class Stage { parse, expand, host_data };
@@ -248,8 +250,8 @@ std::vector<Case> cases() {
        kNormPre + "/args/w", "unknown name 'l'"},
       {"loop_var_out_of_scope_in_bo_key", set(kNormPre + "/bo_key", "norm_L{l}"), Stage::parse,
        kNormPre + "/bo_key", "unknown name 'l'"},
-      {"unbalanced_bo_key", set(kProj + "/bo_key", "proj_L{l"), Stage::parse,
-       kProj + "/bo_key", "unclosed '{'"},
+      {"unbalanced_bo_key", set(kProj + "/bo_key", "proj_L{l"), Stage::parse, kProj + "/bo_key",
+       "unclosed '{'"},
       {"typo_field", edit([](ojson& j) {
          ojson& c = j[ptr(kProj)];
          c["static_input_index"] = c["static_input_indices"];
@@ -279,8 +281,8 @@ std::vector<Case> cases() {
       {"repeat_without_var", erase("/program/phases/1/var"), Stage::parse, "/program/phases/1",
        "needs 'var'"},
       // --- surfaced by expand()
-      {"gemm_operand_shape_mismatch", set("/kernels/proj/slots/1/shape", {"N", "E"}),
-       Stage::expand, "/kernels/proj/body/0", "(slot shapes of call 3)"},
+      {"gemm_operand_shape_mismatch", set("/kernels/proj/slots/1/shape", {"N", "E"}), Stage::expand,
+       "/kernels/proj/body/0", "(slot shapes of call 3)"},
       {"binding_index_out_of_range", set(kProj + "/args/b", "w[l+1]"), Stage::expand,
        kProj + "/args/b", "index 2 of 'w[2]' is out of range"},
       {"bound_array_wrong_size", set(kProj + "/args/a", "y"), Stage::expand, kProj + "/args/a",
@@ -394,7 +396,9 @@ class LlamaTiny : public ::testing::Test {
     plan_ = nullptr;
     model_ = nullptr;
   }
-  static const PlanCall& call(int number) { return plan_->calls.at(static_cast<size_t>(number - 1)); }
+  static const PlanCall& call(int number) {
+    return plan_->calls.at(static_cast<size_t>(number - 1));
+  }
   static Model* model_;
   static Plan* plan_;
 };
@@ -449,7 +453,7 @@ TEST_F(LlamaTiny, SlotShapesAndBytes) {
   EXPECT_EQ(pre.slot_shapes[5], (Shape{16, 16}));
   EXPECT_EQ(pre.slot_bytes[5], 16u * 16 * 4);  // f32 lut
   EXPECT_EQ(pre.slot_bytes[0], 16u * 64 * 2);  // bf16
-  const PlanCall& dec = call(17);  // n = 1
+  const PlanCall& dec = call(17);              // n = 1
   EXPECT_EQ(dec.slot_shapes[0], (Shape{1, 64}));
   EXPECT_EQ(dec.slot_shapes[9], (Shape{1, 64}));
   EXPECT_EQ(dec.env.at("n"), 1);

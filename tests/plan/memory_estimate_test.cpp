@@ -4,12 +4,11 @@
 // real-layout Llama-3.2-1B plan with 2 layers and a 16032-word vocabulary (~375 MB of
 // weights), run as `bo-doctor check` in a child process, peak from wait4's ru_maxrss.
 // Both devices: sharing (a plain check) and copying (a timed run, --timings).
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <fcntl.h>
 
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -87,7 +86,8 @@ class MemoryEstimate : public testing::ScratchDirTest {
     Measured r = run_measured(dir_, args);
     ASSERT_EQ(r.code, 0) << r.err;
     std::smatch mm;
-    ASSERT_TRUE(std::regex_search(r.err, mm, std::regex("about ([0-9.]+) MiB of memory at peak"))) << r.err;
+    ASSERT_TRUE(std::regex_search(r.err, mm, std::regex("about ([0-9.]+) MiB of memory at peak")))
+        << r.err;
     double estimate = std::stod(mm[1]) * (1 << 20), peak = double(r.peak);
     EXPECT_GT(peak, 300e6) << "the model is meant to be large enough to measure";
     EXPECT_NEAR(estimate / peak, 1.0, 0.10)
@@ -97,7 +97,9 @@ class MemoryEstimate : public testing::ScratchDirTest {
   std::string model_;
 };
 
-TEST_F(MemoryEstimate, CheckIsWithin10PercentOfThePeak) { expect_within_10_percent({}); }
+TEST_F(MemoryEstimate, CheckIsWithin10PercentOfThePeak) {
+  expect_within_10_percent({});
+}
 
 TEST_F(MemoryEstimate, CheckWithProbesIsWithin10PercentOfThePeak) {
   expect_within_10_percent({"--probe"});
@@ -121,13 +123,14 @@ TEST(MemoryAtRealSize, Llama1BLayoutCheckPeaksUnderOneAndAHalfTimesItsWeights) {
   fs::remove_all(dir);
   ASSERT_EQ(r.code, 0) << r.err;
   std::smatch mm;
-  ASSERT_TRUE(std::regex_search(r.err, mm, std::regex("about ([0-9.]+) MiB of memory at peak \\(tensors and vars ([0-9.]+)")))
+  ASSERT_TRUE(std::regex_search(
+      r.err, mm, std::regex("about ([0-9.]+) MiB of memory at peak \\(tensors and vars ([0-9.]+)")))
       << r.err;
   double estimate = std::stod(mm[1]) * (1 << 20), weights = std::stod(mm[2]) * (1 << 20);
   double peak = double(r.peak);
   EXPECT_GT(weights, 2.9e9);
   EXPECT_LE(peak, 1.5 * weights) << "peak " << peak / 1e9 << " GB for " << weights / 1e9
-                                  << " GB of weights";
+                                 << " GB of weights";
   EXPECT_NEAR(estimate / peak, 1.0, 0.10) << mm[0];
 }
 

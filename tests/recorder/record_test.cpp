@@ -202,6 +202,47 @@ TEST_F(Record, KilledProgramStillLeavesATrace) {
   auto t = read_trace(trace.string());
   ASSERT_TRUE(t) << t.error().line();
   EXPECT_EQ(t->calls.size(), 11u);
+  EXPECT_FALSE(t->finished);
+  // The report says the run stopped early, beside the verdict and in the JSON.
+  Proc a = run(std::string(BOD_BINARY) + " analyze " + trace.string());
+  EXPECT_NE(a.out.find("the run stopped early)"), std::string::npos) << a.out;
+  Proc j = run(std::string(BOD_BINARY) + " analyze --format json " + trace.string());
+  json rep = json::parse(j.out, nullptr, false);
+  EXPECT_EQ(rep["coverage"]["finished"], false) << j.out;
+}
+
+// A plain recording states what it could not check: no no-reuse figure (not 0, not cosine
+// 1.000000), per-key divergence "needs --shadow", the coverage beside the verdict in text,
+// JSON, SARIF and JUnit; with --shadow there is nothing to add.
+TEST_F(Record, PlainRecordingPrintsNoFigureNobodyMeasured) {
+  json r = recorded("none", false);
+  EXPECT_EQ(r["summary"]["verdict"], "pass");
+  EXPECT_FALSE(r["figures"].contains("no_reuse")) << r["figures"].dump();
+  for (auto& k : r["keys"]) {
+    EXPECT_FALSE(k.contains("later_min_cosine")) << k.dump();
+    EXPECT_NE(k["divergence"].get<std::string>().find("record --shadow"), std::string::npos);
+  }
+  EXPECT_EQ(r["coverage"]["no_reuse"], false);
+  EXPECT_LT(r["coverage"]["ran"], r["coverage"]["checks"]);
+  bool listed = false;
+  for (auto& c : r["coverage"]["need_no_reuse"]) listed = listed || c == "output-divergence";
+  EXPECT_TRUE(listed) << r["coverage"].dump();
+  fs::path trace = dir_ / "run.trace.jsonl";
+  Proc text = run(std::string(BOD_BINARY) + " analyze " + trace.string());
+  EXPECT_NE(text.out.find("-> PASS (no no-reuse run: "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("need record --shadow)"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("without reuse"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("1.000000"), std::string::npos) << text.out;
+  Proc sarif = run(std::string(BOD_BINARY) + " analyze --format sarif " + trace.string());
+  EXPECT_NE(sarif.out.find("\"coverage\": \"no no-reuse run: "), std::string::npos) << sarif.out;
+  Proc junit = run(std::string(BOD_BINARY) + " analyze --format junit " + trace.string());
+  EXPECT_NE(junit.out.find("<property name=\"coverage\" value=\"no no-reuse run: "),
+            std::string::npos)
+      << junit.out;
+  json shadow = recorded("none", true);  // still no kernel bodies: access, byte_diffs
+  EXPECT_EQ(shadow["coverage"]["no_reuse"], true) << shadow["coverage"].dump();
+  EXPECT_EQ(shadow["coverage"]["note"], "") << shadow["coverage"].dump();
+  EXPECT_TRUE(shadow["figures"].contains("no_reuse"));
 }
 
 // A recorded run becomes a model: skeleton, then lint and check run it as it comes out (stub

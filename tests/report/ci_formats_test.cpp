@@ -53,22 +53,27 @@ print(suites, cases, failures, skipped)
 class CiFormats : public testing::ScratchDirTest {
  protected:
   CiFormats() : ScratchDirTest("bod_ci_formats") {}
-  Proc bod(const std::string& args) { return testing::run_shell(dir_, quote(BOD_BINARY) + " " + args); }
+  Proc bod(const std::string& args) {
+    return testing::run_shell(dir_, quote(BOD_BINARY) + " " + args);
+  }
   Proc python(const char* script, const std::string& args) {
     std::ofstream(dir_ / "script.py") << script;
-    return testing::run_shell(dir_, "/usr/bin/python3 " + quote((dir_ / "script.py").string()) + " " + args);
+    return testing::run_shell(
+        dir_, "/usr/bin/python3 " + quote((dir_ / "script.py").string()) + " " + args);
   }
   std::string report(const std::string& model, const std::string& format, const std::string& name,
                      const std::string& extra = "") {
     fs::path out = dir_ / name;
-    Proc r = bod("check " + quote(model) + " --format " + format + " -o " + quote(out.string()) + " " + extra);
+    Proc r = bod("check " + quote(model) + " --format " + format + " -o " + quote(out.string()) +
+                 " " + extra);
     EXPECT_TRUE(r.code == 0 || r.code == 1) << r.err;
     return out.string();
   }
 };
 
 TEST_F(CiFormats, SarifValidatesAgainstTheOfficialSchema) {
-  std::string schema = std::string(BOD_FIXTURES_DIR) + "/../tests/data/sarif/sarif-schema-2.1.0.json";
+  std::string schema =
+      std::string(BOD_FIXTURES_DIR) + "/../tests/data/sarif/sarif-schema-2.1.0.json";
   std::vector<std::string> files = {
       report(fixture("bugs/key_missing_layer"), "sarif", "a.sarif"),
       report(fixture("bugs/qwen_ffn_key_pasted"), "sarif", "b.sarif"),
@@ -76,8 +81,8 @@ TEST_F(CiFormats, SarifValidatesAgainstTheOfficialSchema) {
       report(fixture("bugs/static_scratch_rewritten"), "sarif", "d.sarif", "--probe"),
   };
   // With a baseline (baselineState) too.
-  bod("check " + quote(fixture("bugs/key_missing_layer")) + " --checks key-collision --write-baseline " +
-      quote((dir_ / "base.json").string()));
+  bod("check " + quote(fixture("bugs/key_missing_layer")) +
+      " --checks key-collision --write-baseline " + quote((dir_ / "base.json").string()));
   files.push_back(report(fixture("bugs/key_missing_layer"), "sarif", "e.sarif",
                          "--baseline " + quote((dir_ / "base.json").string())));
   std::string args = quote(schema);
@@ -118,13 +123,15 @@ TEST_F(CiFormats, SarifPointsAtLineAndColumnWithRulesAndRelatedLocations) {
     ASSERT_GE(line, 1);
     ASSERT_LE(static_cast<size_t>(line), lines.size());
     EXPECT_EQ(lines[static_cast<size_t>(line - 1)][static_cast<size_t>(col - 1)], '{') << r.dump();
-    EXPECT_NE(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].get<std::string>().find(
-                  "key_missing_layer/model.json"),
-              std::string::npos);
+    EXPECT_NE(
+        r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].get<std::string>().find(
+            "key_missing_layer/model.json"),
+        std::string::npos);
     EXPECT_EQ(r["partialFingerprints"]["boDoctorFinding/v1"].get<std::string>().size(), 16u);
     if (r.contains("relatedLocations")) {
       related = true;
-      EXPECT_NE(r["relatedLocations"][0]["message"]["text"].get<std::string>().find("first call of bo_key"),
+      EXPECT_NE(r["relatedLocations"][0]["message"]["text"].get<std::string>().find(
+                    "first call of bo_key"),
                 std::string::npos);
       EXPECT_GE(r["relatedLocations"][0]["physicalLocation"]["region"]["startLine"].get<int>(), 1);
     }
@@ -144,23 +151,28 @@ TEST_F(CiFormats, SarifFingerprintsAreStableAcrossRunsAndReformatting) {
   auto b = prints(report(fixture("bugs/key_missing_layer"), "sarif", "b.sarif"));
   EXPECT_EQ(a, b);
   fs::path re = dir_ / "reformatted.json";
-  std::ofstream(re) << nlohmann::ordered_json::parse(slurp(fixture("bugs/key_missing_layer"))).dump(4);
+  std::ofstream(re)
+      << nlohmann::ordered_json::parse(slurp(fixture("bugs/key_missing_layer"))).dump(4);
   auto c = prints(report(re.string(), "sarif", "c.sarif"));
   EXPECT_EQ(a, c);
   EXPECT_EQ(a.size(), 2u);
 }
 
 TEST_F(CiFormats, JunitParsesInAStandardJunitParser) {
-  Proc bad = python(kParseJunit, quote(report(fixture("bugs/key_missing_layer"), "junit", "a.xml")));
+  Proc bad =
+      python(kParseJunit, quote(report(fixture("bugs/key_missing_layer"), "junit", "a.xml")));
   ASSERT_EQ(bad.code, 0) << bad.err;
   int suites = 0, cases = 0, failures = 0, skipped = 0;
-  ASSERT_EQ(std::sscanf(bad.out.c_str(), "%d %d %d %d", &suites, &cases, &failures, &skipped), 4) << bad.out;
+  ASSERT_EQ(std::sscanf(bad.out.c_str(), "%d %d %d %d", &suites, &cases, &failures, &skipped), 4)
+      << bad.out;
   EXPECT_EQ(suites, 14);  // one per check
-  json rep = json::parse(bod("check " + quote(fixture("bugs/key_missing_layer")) + " --format json").out);
+  json rep =
+      json::parse(bod("check " + quote(fixture("bugs/key_missing_layer")) + " --format json").out);
   EXPECT_EQ(cases, 13 * static_cast<int>(rep["keys"].size()) + 1);  // per bo_key per check
-  std::set<std::pair<std::string, std::string>> failing;  // (check, bo_key) with an error
+  std::set<std::pair<std::string, std::string>> failing;            // (check, bo_key) with an error
   for (auto& f : rep["findings"])
-    if (f["severity"] == "error") failing.insert({f["check"].get<std::string>(), f["bo_key"].get<std::string>()});
+    if (f["severity"] == "error")
+      failing.insert({f["check"].get<std::string>(), f["bo_key"].get<std::string>()});
   EXPECT_EQ(failures, static_cast<int>(failing.size()));
   EXPECT_GT(failures, 0);
   Proc good = python(kParseJunit, quote(report(fixture("models/tutorial-mini"), "junit", "b.xml")));
@@ -169,7 +181,8 @@ TEST_F(CiFormats, JunitParsesInAStandardJunitParser) {
   EXPECT_EQ(failures, 0) << good.out;
   // lint cannot feed the run checks: those test cases are skipped, not passed.
   fs::path lint = dir_ / "lint.xml";
-  bod("lint " + quote(fixture("models/tutorial-mini")) + " --format junit -o " + quote(lint.string()));
+  bod("lint " + quote(fixture("models/tutorial-mini")) + " --format junit -o " +
+      quote(lint.string()));
   Proc l = python(kParseJunit, quote(lint.string()));
   ASSERT_EQ(l.code, 0) << l.err;
   ASSERT_EQ(std::sscanf(l.out.c_str(), "%d %d %d %d", &suites, &cases, &failures, &skipped), 4);
@@ -185,7 +198,8 @@ class Browser : public CiFormats {
     return "";
   }
   std::string flags() const {
-    return " --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --hide-scrollbars --user-data-dir=" +
+    return " --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --hide-scrollbars "
+           "--user-data-dir=" +
            quote((dir_ / "profile").string()) + " ";
   }
   std::string dom(const std::string& html) {
@@ -197,21 +211,24 @@ class Browser : public CiFormats {
   }
   void screenshot(const std::string& html, const std::string& png) {
     fs::path out = fs::path(BOD_BUILD_DIR) / png;
-    Proc p = testing::run_shell(dir_, "timeout 120 " + chromium() + flags() +
-                                          "--window-size=1400,2200 --screenshot=" +
-                                          quote(out.string()) + " " + quote("file://" + html));
+    Proc p =
+        testing::run_shell(dir_, "timeout 120 " + chromium() + flags() +
+                                     "--window-size=1400,2200 --screenshot=" + quote(out.string()) +
+                                     " " + quote("file://" + html));
     EXPECT_EQ(p.code, 0) << p.err;
     EXPECT_GT(fs::file_size(out), 10000u);
   }
   static int attr(const std::string& dom, const std::string& name) {
     std::smatch m;
-    if (!std::regex_search(dom, m, std::regex("id=\"map\"[^>]*" + name + "=\"([0-9]+)\""))) return -1;
+    if (!std::regex_search(dom, m, std::regex("id=\"map\"[^>]*" + name + "=\"([0-9]+)\"")))
+      return -1;
     return std::stoi(m[1]);
   }
 };
 
 TEST_F(Browser, HtmlReportLoadsWithMapFindingsAndPlot) {
-  ASSERT_FALSE(chromium().empty()) << "chromium is needed (Debian: chromium; tool/setup.sh installs it)";
+  ASSERT_FALSE(chromium().empty())
+      << "chromium is needed (Debian: chromium; tool/setup.sh installs it)";
   std::string html = report(fixture("bugs/key_missing_layer"), "html", "k.html");
   std::string d = dom(html);
   EXPECT_EQ(attr(d, "data-drawn"), 1) << d.substr(0, 3000);
@@ -230,7 +247,8 @@ TEST_F(Browser, HtmlReportLoadsWithMapFindingsAndPlot) {
 }
 
 TEST_F(Browser, RealSizePlanMapLoads) {
-  ASSERT_FALSE(chromium().empty()) << "chromium is needed (Debian: chromium; tool/setup.sh installs it)";
+  ASSERT_FALSE(chromium().empty())
+      << "chromium is needed (Debian: chromium; tool/setup.sh installs it)";
   // The real-size Llama-3.2-1B layout plan generating 100 tokens (3,414 calls): lint gives
   // every call's placements (the full check of the plan runs with the large tests).
   auto m = nlohmann::ordered_json::parse(slurp(fixture("models/llama32-1b-layout")));

@@ -79,12 +79,14 @@ TEST_F(Gate, PrintLimitSaysHowManyMore) {
 }
 
 TEST_F(Gate, ChecksAndSkipChecksSelect) {
-  Proc only = run(quote(fixture("bugs/qwen_ffn_key_pasted")) + " --checks key-collision --format json");
+  Proc only =
+      run(quote(fixture("bugs/qwen_ffn_key_pasted")) + " --checks key-collision --format json");
   json j = json::parse(only.out);
   for (auto& f : j["findings"]) EXPECT_EQ(f["check"], "key-collision");
   EXPECT_EQ(j["findings"].size(), 3u);
-  Proc skip = run(quote(fixture("bugs/key_missing_layer")) +
-                  " --skip-checks key-collision,output-divergence,partial-overwrite,intermediate-read");
+  Proc skip =
+      run(quote(fixture("bugs/key_missing_layer")) +
+          " --skip-checks key-collision,output-divergence,partial-overwrite,intermediate-read");
   EXPECT_EQ(skip.code, 0) << skip.out;
   Proc bad = run(quote(fixture("bugs/key_missing_layer")) + " --checks key-colision");
   EXPECT_EQ(bad.code, 2);
@@ -128,7 +130,8 @@ TEST_F(Gate, BaselineMakesKnownFindingsPassAndNewOnesFail) {
   EXPECT_EQ(known_n, 5);
   EXPECT_GT(fresh, 0);
   // A baseline survives reformatting of model.json (indent 4, keys reordered by the dump).
-  std::string re = edited("bugs/key_missing_layer", [](ojson&) {}, 4);
+  std::string re = edited(
+      "bugs/key_missing_layer", [](ojson&) {}, 4);
   EXPECT_EQ(run(quote(re) + " --checks key-collision --baseline " + base).code, 0);
   // A file that is not a baseline is refused.
   std::ofstream(dir_ / "nope.json") << "{}";
@@ -139,9 +142,12 @@ TEST_F(Gate, BaselineMakesKnownFindingsPassAndNewOnesFail) {
 
 TEST_F(Gate, SuppressionsInTheModelAcceptFindingsWithAReason) {
   std::string m = edited("bugs/static_scratch_rewritten", [](ojson& j) {
-    j["suppressions"] = ojson::array(
-        {{{"check", "static-clobber"}, {"kernel", "*"}, {"reason", "scratch, rewritten before read"}},
-         {{"check", "stale-static"}, {"bo_key", "nothing_*"}, {"reason", "kept for a later plan"}}});
+    j["suppressions"] = ojson::array({{{"check", "static-clobber"},
+                                       {"kernel", "*"},
+                                       {"reason", "scratch, rewritten before read"}},
+                                      {{"check", "stale-static"},
+                                       {"bo_key", "nothing_*"},
+                                       {"reason", "kept for a later plan"}}});
   });
   Proc r = run(quote(m) + " --fail-on warning --format json");
   EXPECT_EQ(r.code, 0) << r.out << r.err;
@@ -181,7 +187,8 @@ TEST_F(Gate, SuppressionsInTheModelAcceptFindingsWithAReason) {
 TEST_F(Gate, TextLocationsAreLineAndColumnOfTheCallStep) {
   Proc r = run(quote(fixture("bugs/key_missing_layer")));
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("model\\.json:([0-9]+):([0-9]+): error\\[key-collision\\]")))
+  ASSERT_TRUE(std::regex_search(
+      r.out, m, std::regex("model\\.json:([0-9]+):([0-9]+): error\\[key-collision\\]")))
       << r.out;
   // The position holds the step object the JSON report's pointer names.
   std::string text = slurp(fixture("bugs/key_missing_layer"));
@@ -198,8 +205,10 @@ TEST_F(Gate, TextLocationsAreLineAndColumnOfTheCallStep) {
   for (; end < text.size(); ++end) {
     char c = text[end];
     if (in_str) {
-      if (c == '\\') ++end;
-      else if (c == '"') in_str = false;
+      if (c == '\\')
+        ++end;
+      else if (c == '"')
+        in_str = false;
     } else if (c == '"') {
       in_str = true;
     } else if (c == '{' || c == '[') {
@@ -221,8 +230,11 @@ TEST_F(Gate, OutputRefusesToReplaceAFileThatIsNotAReport) {
   // A previous report is replaced; --force replaces anything regular.
   fs::path rep = dir_ / "report.txt";
   EXPECT_EQ(run(quote(fixture("models/tutorial-mini")) + " -o " + quote(rep.string())).code, 0);
-  EXPECT_EQ(run(quote(fixture("models/tutorial-mini")) + " --format json -o " + quote(rep.string())).code, 0);
-  EXPECT_EQ(run(quote(fixture("models/tutorial-mini")) + " --force -o " + quote(src.string())).code, 0);
+  EXPECT_EQ(
+      run(quote(fixture("models/tutorial-mini")) + " --format json -o " + quote(rep.string())).code,
+      0);
+  EXPECT_EQ(run(quote(fixture("models/tutorial-mini")) + " --force -o " + quote(src.string())).code,
+            0);
   EXPECT_NE(slurp(src), "my notes\n");
 }
 
@@ -236,7 +248,9 @@ TEST_F(Gate, TimeoutStopsTheWholeRunWithExit4) {
 class KindCli : public testing::ScratchDirTest {
  protected:
   KindCli() : ScratchDirTest("bod_kind_cli") {}
-  Proc run(const std::string& args) { return testing::run_shell(dir_, quote(BOD_BINARY) + " " + args); }
+  Proc run(const std::string& args) {
+    return testing::run_shell(dir_, quote(BOD_BINARY) + " " + args);
+  }
 };
 
 TEST_F(KindCli, DidYouMeanForCommandsFlagsAndModelNames) {
@@ -252,9 +266,11 @@ TEST_F(KindCli, DidYouMeanForCommandsFlagsAndModelNames) {
   // A slot name misspelt in model.json: the closest one and the kernel's slots.
   ojson m = ojson::parse(slurp(fixture("models/tutorial-mini")));
   std::string dumped = m.dump();
-  ASSERT_NE(dumped.find("\"static_input_indices\":[\"w\"]"), std::string::npos) << dumped.substr(0, 2000);
+  ASSERT_NE(dumped.find("\"static_input_indices\":[\"w\"]"), std::string::npos)
+      << dumped.substr(0, 2000);
   size_t at = dumped.find("\"static_input_indices\":[\"w\"]");
-  dumped.replace(at, std::string("\"static_input_indices\":[\"w\"]").size(), "\"static_input_indices\":[\"ww\"]");
+  dumped.replace(at, std::string("\"static_input_indices\":[\"w\"]").size(),
+                 "\"static_input_indices\":[\"ww\"]");
   std::ofstream(dir_ / "m.json") << dumped;
   Proc s = run("lint " + quote((dir_ / "m.json").string()));
   EXPECT_EQ(s.code, 2);
@@ -285,18 +301,20 @@ TEST_F(KindCli, BackendOptionsAreRejectedWhereTheyDoNotApply) {
   EXPECT_NE(d.err.find("--backend xrt only"), std::string::npos) << d.err;
   Proc t = run("check " + quote(fixture("models/tutorial-mini")) + " --timeout-ms -5");
   EXPECT_EQ(t.code, 2);
-  Proc x = run("check " + quote(fixture("models/tutorial-mini")) + " --backend xrt --timeout-ms -5");
+  Proc x =
+      run("check " + quote(fixture("models/tutorial-mini")) + " --backend xrt --timeout-ms -5");
   EXPECT_EQ(x.code, 2);
   EXPECT_NE(x.err.find("positive"), std::string::npos) << x.err;
 }
 
 TEST_F(KindCli, HelpShowsDefaultsExitCodesAndExamples) {
-  for (const char* cmd : {"check", "lint", "analyze", "classify", "skeleton", "record",
-                          "list-checks", "explain"}) {
+  for (const char* cmd :
+       {"check", "lint", "analyze", "classify", "skeleton", "record", "list-checks", "explain"}) {
     Proc h = run(std::string(cmd) + " --help");
     EXPECT_EQ(h.code, 0) << cmd;
     EXPECT_NE(h.out.find("Exit codes: 0 pass; 1 findings"), std::string::npos) << cmd << h.out;
-    EXPECT_NE(h.out.find("Examples:\n  bo-doctor " + std::string(cmd)), std::string::npos) << cmd << h.out;
+    EXPECT_NE(h.out.find("Examples:\n  bo-doctor " + std::string(cmd)), std::string::npos)
+        << cmd << h.out;
   }
   Proc h = run("check --help");
   EXPECT_NE(h.out.find("--max-memory FLOAT=16"), std::string::npos) << h.out;  // defaults
@@ -322,12 +340,14 @@ namespace {
 // util-linux `script`), cleared at the end, and never with -q or into a file.
 TEST_F(KindCli, ProgressLineOnlyOnATerminal) {
   if (!fs::exists("/usr/bin/script")) GTEST_SKIP() << "util-linux script is needed for a pty";
-  std::string cmd = quote(BOD_BINARY) + " check " + quote(fixture("models/qwen-tiny")) + " >/dev/null";
+  std::string cmd =
+      quote(BOD_BINARY) + " check " + quote(fixture("models/qwen-tiny")) + " >/dev/null";
   Proc tty = testing::run_shell(dir_, "/usr/bin/script -qec " + quote(cmd) + " /dev/null");
   EXPECT_EQ(tty.code, 0) << tty.err;
   EXPECT_NE(tty.out.find("bo-doctor: check: step 0/"), std::string::npos) << tty.out;
   EXPECT_NE(tty.out.rfind("\r\033[K"), std::string::npos);  // cleared at the end
-  Proc quiet = testing::run_shell(dir_, "/usr/bin/script -qec " + quote(cmd + " -q") + " /dev/null");
+  Proc quiet =
+      testing::run_shell(dir_, "/usr/bin/script -qec " + quote(cmd + " -q") + " /dev/null");
   EXPECT_EQ(quiet.out.find("step 0/"), std::string::npos) << quiet.out;
   Proc file = run("check " + quote(fixture("models/qwen-tiny")));
   EXPECT_EQ(file.err, "");  // stderr is a file: no progress line, nothing else either
@@ -343,7 +363,8 @@ TEST_F(KindCli, ProbeModesFromTheCommandLine) {
   std::string model = quote(fixture("models/llama-tiny"));
   Proc smart = run("check " + model + " --probe");
   EXPECT_EQ(smart.code, 0) << smart.err;
-  EXPECT_NE(smart.out.find("probe coverage: probed 48 of 144 calls"), std::string::npos) << smart.out;
+  EXPECT_NE(smart.out.find("probe coverage: probed 48 of 144 calls"), std::string::npos)
+      << smart.out;
   Proc all = run("check " + model + " --probe=all");
   EXPECT_EQ(all.code, 0) << all.err;
   EXPECT_NE(all.out.find("probe coverage: probed 144 of 144 calls"), std::string::npos) << all.out;

@@ -33,7 +33,9 @@ void golden(const std::string& rel, const std::string& file) {
 }
 }  // namespace
 
-TEST(MarkdownReuseBlock, CleanModelMatchesGolden) { golden("models/llama-tiny", "llama-tiny.reuse.md"); }
+TEST(MarkdownReuseBlock, CleanModelMatchesGolden) {
+  golden("models/llama-tiny", "llama-tiny.reuse.md");
+}
 
 TEST(MarkdownReuseBlock, BrokenModelMatchesGolden) {
   golden("bugs/key_missing_layer", "key_missing_layer.reuse.md");
@@ -51,8 +53,10 @@ TEST(MarkdownReuseBlock, WithReuseIsNotSlowerThanWithoutOnCleanFixtures) {
     auto r = bod::cmd_check(o);
     ASSERT_EQ(r.code, bod::Exit::ok) << m << r.err;
     std::smatch before, after;
-    ASSERT_TRUE(std::regex_search(r.out, before, std::regex("time before: ([0-9.]+) ms per call"))) << r.out;
-    ASSERT_TRUE(std::regex_search(r.out, after, std::regex("time after:  ([0-9.]+) ms per call"))) << r.out;
+    ASSERT_TRUE(std::regex_search(r.out, before, std::regex("time before: ([0-9.]+) ms per call")))
+        << r.out;
+    ASSERT_TRUE(std::regex_search(r.out, after, std::regex("time after:  ([0-9.]+) ms per call")))
+        << r.out;
     EXPECT_LE(std::stod(after[1]), std::stod(before[1])) << m << "\n" << r.out;
     EXPECT_NE(r.out.find("First call of each bo_key (BO allocation, first touch), kept apart"),
               std::string::npos);

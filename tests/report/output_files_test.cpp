@@ -23,7 +23,6 @@ namespace {
 namespace fs = std::filesystem;
 using testing::slurp;
 
-
 class OutputFiles : public testing::ScratchDirTest {
  protected:
   OutputFiles() : ScratchDirTest("bod_output_files") {}
@@ -73,11 +72,11 @@ TEST_F(OutputFiles, Defect13_RefusesNonRegularTargets) {
   const char* kDevice = "/dev/full";
   ASSERT_EQ(::stat(kDevice, &sb), 0);
   ASSERT_TRUE(S_ISCHR(sb.st_mode)) << "this test needs " << kDevice << " to be a device";
-  for (auto& [p, kind] : std::vector<std::pair<std::string, std::string>>{
-           {link.string(), "symbolic link"},
-           {fifo.string(), "FIFO"},
-           {sub.string(), "directory"},
-           {kDevice, "device"}}) {
+  for (auto& [p, kind] :
+       std::vector<std::pair<std::string, std::string>>{{link.string(), "symbolic link"},
+                                                        {fifo.string(), "FIFO"},
+                                                        {sub.string(), "directory"},
+                                                        {kDevice, "device"}}) {
     auto st = write_atomic(p, "report");
     ASSERT_FALSE(st) << p;
     EXPECT_EQ(st.error().code, Exit::bad_input);
@@ -148,9 +147,10 @@ TEST_F(OutputFiles, Defect13_OutputOntoTheInputModelRefused) {
     int st = std::system(line.c_str());
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   };
-  for (std::string args : std::vector<std::string>{"lint model.json -o model.json", "check model.json -o ./model.json",
-                           "lint model.json -o '" + model.string() + "'",
-                           "check model.json --save-trace model.json"}) {
+  for (std::string args :
+       std::vector<std::string>{"lint model.json -o model.json", "check model.json -o ./model.json",
+                                "lint model.json -o '" + model.string() + "'",
+                                "check model.json --save-trace model.json"}) {
     EXPECT_EQ(run(args), 2) << args << ": " << slurp(err);
     EXPECT_NE(slurp(err).find("would overwrite the input"), std::string::npos) << slurp(err);
     EXPECT_EQ(slurp(model), text) << args;

@@ -33,9 +33,9 @@ using Key = std::tuple<std::string, std::string, int, std::string, std::string, 
 std::set<Key> findings(const json& j) {
   std::set<Key> s;
   for (auto& f : j["findings"])
-    s.insert(Key{f["check"].get<std::string>(), f["severity"].get<std::string>(), f["call"].get<int>(),
-                 f["kernel"].get<std::string>(), f["bo_key"].get<std::string>(), f["slot"].get<int>(),
-                 f["latent"].get<bool>()});
+    s.insert(Key{f["check"].get<std::string>(), f["severity"].get<std::string>(),
+                 f["call"].get<int>(), f["kernel"].get<std::string>(),
+                 f["bo_key"].get<std::string>(), f["slot"].get<int>(), f["latent"].get<bool>()});
   return s;
 }
 
@@ -48,8 +48,11 @@ TEST(ProbeCoverage, SmartProbeFindsWhatExhaustiveProbingFinds) {
       json smart = probe_report(m, false), all = probe_report(m, true);
       EXPECT_EQ(findings(smart), findings(all)) << m;
       if (smart.contains("probe_coverage")) {
-        EXPECT_LE(smart["probe_coverage"]["probed_calls"], all["probe_coverage"]["probed_calls"]) << m;
-        EXPECT_EQ(all["probe_coverage"]["probed_calls"], all["probe_coverage"]["calls_with_intermediates"]) << m;
+        EXPECT_LE(smart["probe_coverage"]["probed_calls"], all["probe_coverage"]["probed_calls"])
+            << m;
+        EXPECT_EQ(all["probe_coverage"]["probed_calls"],
+                  all["probe_coverage"]["calls_with_intermediates"])
+            << m;
       }
       ++fixtures;
     }
@@ -68,7 +71,8 @@ TEST(ProbeCoverage, ReportStatesCoverageAndSmartProbesFewerCalls) {
   o.probe = true;
   auto text = cmd_check(o);
   EXPECT_NE(text.out.find("probe coverage: probed 48 of 144 calls with intermediate slots"),
-            std::string::npos) << text.out;
+            std::string::npos)
+      << text.out;
 }
 
 }  // namespace

@@ -52,8 +52,8 @@ ojson model(bool partial_out) {
 }
 
 ojson probe(const ojson& m) {
-  fs::path p = fs::temp_directory_path() /
-               ("bod_probe_reach_" + std::to_string(::getpid()) + ".json");
+  fs::path p =
+      fs::temp_directory_path() / ("bod_probe_reach_" + std::to_string(::getpid()) + ".json");
   std::ofstream(p) << m.dump(2);
   CommandOptions o;
   o.model = p.string();

@@ -3,13 +3,13 @@
 // whose outcome could differ (another body or shapes, params, BOs, kinds of host data); with
 // --probe-every-call every call; with --probe=all (classify) every slot alone on each bo_key's
 // first 2 calls.
+#include "runner/probe_select.h"
+
 #include <gtest/gtest.h>
 
 #include <memory>
 #include <string>
 #include <vector>
-
-#include "runner/probe_select.h"
 
 namespace bod {
 namespace {

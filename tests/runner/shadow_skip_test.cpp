@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "support/fixtures.h"
 #include "checks/checks.h"
 #include "report/report.h"
 #include "runner/runner.h"
+#include "support/fixtures.h"
 #include "trace/trace_io.h"
 
 namespace bod {
@@ -28,7 +28,9 @@ namespace {
 namespace fs = std::filesystem;
 const fs::path kSource = BOD_SOURCE_DIR;
 
-std::vector<std::string> fixtures() { return testing::fixture_dirs(); }
+std::vector<std::string> fixtures() {
+  return testing::fixture_dirs();
+}
 
 struct Outcome {
   std::string trace, json, text, error;
@@ -75,7 +77,9 @@ class ShadowSkip : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ShadowSkip, TraceAndReportsAreIdenticalWithTheShortcutOnAndOff) {
   for (Probe probe : {Probe::none, Probe::probe, Probe::probe_all}) {
-    SCOPED_TRACE(probe == Probe::none ? "no probe" : probe == Probe::probe ? "--probe" : "probe all");
+    SCOPED_TRACE(probe == Probe::none    ? "no probe"
+                 : probe == Probe::probe ? "--probe"
+                                         : "probe all");
     Outcome on = run(GetParam(), true, probe), off = run(GetParam(), false, probe);
     EXPECT_EQ(on.error, off.error);
     EXPECT_EQ(off.stats.shadow_taken, 0);
@@ -88,25 +92,24 @@ TEST_P(ShadowSkip, TraceAndReportsAreIdenticalWithTheShortcutOnAndOff) {
       std::string la, lb;
       while (std::getline(a, la) && std::getline(b, lb))
         if (la != lb) {
-          ADD_FAILURE() << "shortcut on:  " << la.substr(0, 2000) << "\nshortcut off: "
-                        << lb.substr(0, 2000);
+          ADD_FAILURE() << "shortcut on:  " << la.substr(0, 2000)
+                        << "\nshortcut off: " << lb.substr(0, 2000);
           break;
         }
     }
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, ShadowSkip, ::testing::ValuesIn(fixtures()), testing::fixture_test_name);
+INSTANTIATE_TEST_SUITE_P(Fixtures, ShadowSkip, ::testing::ValuesIn(fixtures()),
+                         testing::fixture_test_name);
 
 class CopyOnWrite : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CopyOnWrite, TraceAndReportsAreIdenticalToADeviceThatCopies) {
   // Every probe mode with the shadow shortcut, and the no-shortcut run (every call on both
   // engines) without probes.
-  const std::pair<Probe, bool> runs[] = {{Probe::none, true},
-                                         {Probe::none, false},
-                                         {Probe::probe, true},
-                                         {Probe::probe_all, true}};
+  const std::pair<Probe, bool> runs[] = {
+      {Probe::none, true}, {Probe::none, false}, {Probe::probe, true}, {Probe::probe_all, true}};
   for (auto [probe, skip] : runs) {
     SCOPED_TRACE(std::string(probe == Probe::none    ? "no probe"
                              : probe == Probe::probe ? "--probe"
@@ -121,7 +124,8 @@ TEST_P(CopyOnWrite, TraceAndReportsAreIdenticalToADeviceThatCopies) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, CopyOnWrite, ::testing::ValuesIn(fixtures()), testing::fixture_test_name);
+INSTANTIATE_TEST_SUITE_P(Fixtures, CopyOnWrite, ::testing::ValuesIn(fixtures()),
+                         testing::fixture_test_name);
 
 // The shortcut is taken where it should be: on the clean models, most calls (the reuse engine
 // skips only static weights, which hash the same, and intermediates the kernels overwrite).

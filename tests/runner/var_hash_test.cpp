@@ -209,7 +209,8 @@ TEST(BoHash, ADispatchThatWritesOneRowReReadsOnlyItsChunk) {
     // 6 calls, 4 chunks: the first call reads all 4; each later one the written row's chunk
     // only (rows 170, 340, ... 850: chunks 0, 1, 1, 2, 3), keeping 3.
     EXPECT_EQ(on.stats.bo_chunks_kept, 5 * 3);
-    EXPECT_LE(on.stats.bo_chunks_hashed, 4 + 5 + 4) << "a post hash re-read more than the written chunk";
+    EXPECT_LE(on.stats.bo_chunks_hashed, 4 + 5 + 4)
+        << "a post hash re-read more than the written chunk";
   }
 }
 

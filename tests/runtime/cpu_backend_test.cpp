@@ -14,7 +14,9 @@
 namespace bod {
 namespace {
 
-std::vector<uint8_t> bytes_of(const uint8_t* p, size_t n) { return std::vector<uint8_t>(p, p + n); }
+std::vector<uint8_t> bytes_of(const uint8_t* p, size_t n) {
+  return std::vector<uint8_t>(p, p + n);
+}
 
 std::vector<uint8_t> pattern(size_t n, uint8_t seed) {
   std::vector<uint8_t> v(n);
@@ -22,7 +24,9 @@ std::vector<uint8_t> pattern(size_t n, uint8_t seed) {
   return v;
 }
 
-BoDesc desc(size_t n) { return BoDesc{n, 0, "k", "test"}; }
+BoDesc desc(size_t n) {
+  return BoDesc{n, 0, "k", "test"};
+}
 
 // A dispatch of one i8 slot of n bytes whose body adds 1 to every byte (reads, then writes).
 Dispatch bump(BoHandle bo, size_t n, SlotUse use) {
@@ -69,8 +73,8 @@ TEST_P(CpuDevice, AKernelWriteNeverReachesTheSharedArrayNorTheMapping) {
   b->write(h, src.data(), src.size(), true);
   b->sync_to_device(h, 4096);
   b->dispatch(bump(h, 4096, SlotUse::write));
-  EXPECT_EQ(src, keep);                                 // the model tensor is untouched
-  EXPECT_EQ(bytes_of(b->host_bytes(h), 4096), keep);    // the mapping too, until synced back
+  EXPECT_EQ(src, keep);                               // the model tensor is untouched
+  EXPECT_EQ(bytes_of(b->host_bytes(h), 4096), keep);  // the mapping too, until synced back
   auto plus1 = keep;
   for (auto& x : plus1) ++x;
   EXPECT_EQ(bytes_of(b->device_bytes(h), 4096), plus1);
@@ -103,7 +107,7 @@ TEST_P(CpuDevice, APartialWriteKeepsTheRestAndSyncsOnlyThePrefix) {
   std::copy(part.begin(), part.end(), expect.begin());
   EXPECT_EQ(bytes_of(b->host_bytes(h), 4096), expect);
   EXPECT_EQ(bytes_of(b->device_bytes(h), 4096), keep);  // not synced yet
-  b->sync_to_device(h, 50);                              // a prefix only
+  b->sync_to_device(h, 50);                             // a prefix only
   auto dev = keep;
   std::copy(part.begin(), part.begin() + 50, dev.begin());
   EXPECT_EQ(bytes_of(b->device_bytes(h), 4096), dev);
@@ -192,8 +196,10 @@ TEST_P(CpuDevice, AWeightBoCostsNoMemoryWhenShared) {
   b->dispatch(d);
   EXPECT_EQ(sum, n / 4096);
   size_t grew = current_rss() - std::min(current_rss(), before);
-  if (GetParam()) EXPECT_LT(grew, size_t(16) << 20);
-  else EXPECT_GT(grew, n + n / 2);
+  if (GetParam())
+    EXPECT_LT(grew, size_t(16) << 20);
+  else
+    EXPECT_GT(grew, n + n / 2);
   b->release(h);
 }
 

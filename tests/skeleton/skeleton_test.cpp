@@ -2,7 +2,6 @@
 // recorded plan call by call (kernel, bo_key, index lists, shared flags, cache, placements),
 // folds layers and decode tokens of the fixture models into loops and repeated phases, stays
 // flat where nothing repeats, and passes `lint` with no finding the recorded plan does not have.
-#include "support/fixtures.h"
 #include "skeleton/skeleton.h"
 
 #include <gtest/gtest.h>
@@ -31,6 +30,7 @@
 #include "model/model.h"
 #include "plan/plan.h"
 #include "runner/runner.h"
+#include "support/fixtures.h"
 #include "trace/trace_io.h"
 
 namespace bod {
@@ -199,7 +199,9 @@ std::string write(const fs::path& p, const ojson& j) {
 
 // ------------------------------------------------------------------ fixtures
 
-std::vector<std::string> fixtures(const char* dir) { return testing::fixture_dirs({dir}); }
+std::vector<std::string> fixtures(const char* dir) {
+  return testing::fixture_dirs({dir});
+}
 
 std::string name_of(const ::testing::TestParamInfo<std::string>& info) {
   return file_name(fs::path(info.param).filename().string());

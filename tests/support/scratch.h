@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <cstdlib>
-
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -61,7 +60,8 @@ struct Proc {
 // under `dir`.
 inline Proc run_shell(const std::filesystem::path& dir, const std::string& cmdline) {
   std::filesystem::path out = dir / "stdout", err = dir / "stderr";
-  std::string cmd = cmdline + " >" + quote(out.string()) + " 2>" + quote(err.string()) + " </dev/null";
+  std::string cmd =
+      cmdline + " >" + quote(out.string()) + " 2>" + quote(err.string()) + " </dev/null";
   int st = std::system(cmd.c_str());
   Proc r;
   r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;

@@ -173,14 +173,12 @@ TEST_F(TraceReaderLimits, SlotsAt4096AcceptedAt4097Refused) {
   auto kernel = lines;
   kernel[0]["kernels"][0]["slots"].push_back({{"name", "s4096"}, {"dtype", "f32"}});
   expect_refused(join(kernel), "t.jsonl:1:/kernels/0/slots: ",
-                 {"4097 slots; expected at most 4096 slots per kernel",
-                  "TraceLimits::max_slots"});
+                 {"4097 slots; expected at most 4096 slots per kernel", "TraceLimits::max_slots"});
   // One more slot in the call (refused before the slots are compared with the kernel's).
   auto call = lines;
   call[1]["slots"].push_back(call[1]["slots"][4095]);
   expect_refused(join(call), "t.jsonl:2:/slots: ",
-                 {"4097 slots; expected at most 4096 slots per call",
-                  "TraceLimits::max_slots"});
+                 {"4097 slots; expected at most 4096 slots per call", "TraceLimits::max_slots"});
 }
 
 // ---- string length: 1 MiB as written (TraceLimits::max_string_bytes) -------------------------
@@ -191,10 +189,10 @@ TEST_F(TraceReaderLimits, StringAt1MiBAcceptedOneBytePastRefused) {
   lines[0]["producer"] = std::string(mib, 'p');
   expect_reads(join(lines));
   lines[0]["producer"] = std::string(mib + 1, 'p');
-  expect_refused(join(lines), "t.jsonl:1: ",
-                 {"a string of 1048577 bytes at column ", " (\"pppp",
-                  "expected at most 1048576 bytes per string as written",
-                  "TraceLimits::max_string_bytes"});
+  expect_refused(
+      join(lines), "t.jsonl:1: ",
+      {"a string of 1048577 bytes at column ", " (\"pppp",
+       "expected at most 1048576 bytes per string as written", "TraceLimits::max_string_bytes"});
   // Escapes count as written: 2^19 "\n" are 1 MiB in the file (2^19 bytes once read).
   lines[0]["producer"] = std::string(mib / 2, '\n');
   std::string text = join(lines);
@@ -220,8 +218,9 @@ TEST_F(TraceReaderLimits, RegularFileAcceptedFifoRefused) {
   r = read_trace(fifo);  // would block if it were opened
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, Exit::bad_input);
-  EXPECT_EQ(r.error().line(), fifo + ": is a FIFO, not a regular file; expected a trace file "
-                                     "(JSON Lines) or - for stdin");
+  EXPECT_EQ(r.error().line(), fifo +
+                                  ": is a FIFO, not a regular file; expected a trace file "
+                                  "(JSON Lines) or - for stdin");
 }
 
 }  // namespace

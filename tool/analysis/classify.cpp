@@ -8,11 +8,16 @@ namespace bod {
 
 const char* role_name(InferredRole r) {
   switch (r) {
-    case InferredRole::static_input: return "static";
-    case InferredRole::intermediate: return "intermediate";
-    case InferredRole::in_out: return "in-out";
-    case InferredRole::input: return "input";
-    case InferredRole::output_only: return "output";
+    case InferredRole::static_input:
+      return "static";
+    case InferredRole::intermediate:
+      return "intermediate";
+    case InferredRole::in_out:
+      return "in-out";
+    case InferredRole::input:
+      return "input";
+    case InferredRole::output_only:
+      return "output";
   }
   return "?";
 }
@@ -37,7 +42,7 @@ void explain(SlotAdvice& a, bool rec_static, bool rec_inter) {
                 ((a.written && !a.fully_overwritten) || !a.host_constant)) ||
                (a.declared_inter && !rec_inter);
   if (a.declared_static && !rec_static)
-    why = a.written ? "declared static but the kernel writes it (static-clobber)"
+    why = a.written          ? "declared static but the kernel writes it (static-clobber)"
           : !a.host_constant ? "declared static but its host data changes between calls of one "
                                "bo_key (stale-static)"
                              : "declared static but the kernel never reads it";
@@ -50,8 +55,8 @@ void explain(SlotAdvice& a, bool rec_static, bool rec_inter) {
     why = "constant on every call and only read: static would save " + std::to_string(a.bytes) +
           " bytes per later call (missed-static)";
   else if (rec_inter && !a.declared_inter)
-    why = "fully overwritten before any read: intermediate would save " +
-          std::to_string(a.bytes) + " bytes per later call (missed-intermediate)";
+    why = "fully overwritten before any read: intermediate would save " + std::to_string(a.bytes) +
+          " bytes per later call (missed-intermediate)";
   a.disagreement = why;
 }
 
@@ -126,10 +131,11 @@ std::vector<SiteAdvice> classify(const Trace& t) {
       sa.output = c->is_output(si);
       bool rec_static = !a.written && a.read && sa.host_constant;
       bool rec_inter = sa.fully_overwritten;
-      sa.role = rec_static ? InferredRole::static_input
-                : rec_inter ? InferredRole::intermediate
+      sa.role = rec_static            ? InferredRole::static_input
+                : rec_inter           ? InferredRole::intermediate
                 : a.read && a.written ? InferredRole::in_out
-                : a.written ? InferredRole::output_only : InferredRole::input;
+                : a.written           ? InferredRole::output_only
+                                      : InferredRole::input;
       if (rec_static) site.rec_static.push_back(si), site.recommended_saving += sa.bytes;
       if (rec_inter) site.rec_inter.push_back(si), site.recommended_saving += sa.bytes;
       if (sa.declared_static) site.declared_static.push_back(si), site.declared_saving += sa.bytes;
@@ -170,26 +176,41 @@ std::string render_classify_json(const std::string& model, const std::vector<Sit
   for (auto& s : sites) {
     J slots = J::array();
     for (auto& a : s.slots)
-      slots.push_back({{"slot", a.slot}, {"name", a.name}, {"bytes", a.bytes},
-                       {"role", role_name(a.role)}, {"read", a.read}, {"written", a.written},
+      slots.push_back({{"slot", a.slot},
+                       {"name", a.name},
+                       {"bytes", a.bytes},
+                       {"role", role_name(a.role)},
+                       {"read", a.read},
+                       {"written", a.written},
                        {"fully_overwritten", a.fully_overwritten},
-                       {"host_constant", a.host_constant}, {"output", a.output},
+                       {"host_constant", a.host_constant},
+                       {"output", a.output},
                        {"declared_static", a.declared_static},
                        {"declared_intermediate", a.declared_inter},
                        {"disagreement", a.disagreement},
                        {"corrupts", a.corrupts}});
-    arr.push_back({{"kernel", s.kernel}, {"path", s.path}, {"bo_key", s.bo_key_template},
-                   {"calls", s.calls}, {"keys", s.keys}, {"first_call", s.first_call},
-                   {"declared", {{"static_input_indices", s.declared_static},
-                                 {"intermediate_indices", s.declared_inter},
-                                 {"bytes_saved_per_later_call", s.declared_saving}}},
-                   {"recommended", {{"static_input_indices", s.rec_static},
-                                    {"intermediate_indices", s.rec_inter},
-                                    {"bytes_saved_per_later_call", s.recommended_saving}}},
+    arr.push_back({{"kernel", s.kernel},
+                   {"path", s.path},
+                   {"bo_key", s.bo_key_template},
+                   {"calls", s.calls},
+                   {"keys", s.keys},
+                   {"first_call", s.first_call},
+                   {"declared",
+                    {{"static_input_indices", s.declared_static},
+                     {"intermediate_indices", s.declared_inter},
+                     {"bytes_saved_per_later_call", s.declared_saving}}},
+                   {"recommended",
+                    {{"static_input_indices", s.rec_static},
+                     {"intermediate_indices", s.rec_inter},
+                     {"bytes_saved_per_later_call", s.recommended_saving}}},
                    {"slots", slots}});
   }
-  J j{{"schema_version", 2}, {"tool", "bo-doctor"}, {"command", "classify"}, {"model", model},
-      {"verdict", any_corrupting(sites) ? "fail" : "pass"}, {"sites", arr}};
+  J j{{"schema_version", 2},
+      {"tool", "bo-doctor"},
+      {"command", "classify"},
+      {"model", model},
+      {"verdict", any_corrupting(sites) ? "fail" : "pass"},
+      {"sites", arr}};
   return j.dump(2) + "\n";
 }
 

@@ -42,8 +42,8 @@ Verification verify(const Trace& t) {
     VerifySpec tol;
     for (auto& s : t.header.verify)
       if (s.var == o.var) tol = s;
-    OutputCheck oc{o.var, o.cosine, o.max_abs, o.max_rel, tol.min_cosine, o.nan_inf_reuse,
-                   o.nan_inf_noreuse, true};
+    OutputCheck oc{o.var,          o.cosine,        o.max_abs,         o.max_rel,
+                   tol.min_cosine, o.nan_inf_reuse, o.nan_inf_noreuse, true};
     oc.pass = o.cosine >= tol.min_cosine && oc.nan_reuse <= oc.nan_noreuse &&
               (tol.atol < 0 || o.max_abs <= tol.atol) && (tol.rtol < 0 || o.max_rel <= tol.rtol);
     v.pass = v.pass && oc.pass;
@@ -74,8 +74,9 @@ void add_verification_finding(const Verification& v, FindingSink& sink) {
   Finding f;
   f.check = output_divergence_info().id;
   f.severity = Severity::error;
-  f.message = "end-to-end verification failed although no single call crossed the error "
-              "threshold: small per-call differences added up";
+  f.message =
+      "end-to-end verification failed although no single call crossed the error "
+      "threshold: small per-call differences added up";
   f.evidence = {{"first token divergence", std::to_string(v.first_token_divergence)}};
   for (auto& o : v.outputs) f.evidence.push_back({o.var + " cosine", std::to_string(o.cosine)});
   f.fix = output_divergence_info().fix;

@@ -33,7 +33,7 @@ struct Verification {
   int first_token_divergence = -1;  // index into the token traces, -1 if none
   bool topk_agree = true;           // reuse's token within the no-reuse top-k there
   int top_k = 5;
-  int noreuse_extra_calls = 0;      // calls the no-reuse dataflow ran alone after the split
+  int noreuse_extra_calls = 0;  // calls the no-reuse dataflow ran alone after the split
   bool pass = true;
 };
 // Needs caps.verify.

@@ -17,8 +17,8 @@
 //   bench_check [repeats] [--quick] [--no-big] [--scaling] [--big]   (--quick: models only, no
 //   hashing, scaling or 1B plan; --no-big: everything but the 1B plan; --scaling: the scaling
 //   tables only, `repeats` each; --big: the 1B plan only, `repeats` each)
-//   bench_check --only reuse|check|check-probe|check-noskip|check-wholehash [runs] [--dims T=128,SMAX=144]
-//   (one mode on llama-tiny, dims edited, for a profiler)
+//   bench_check --only reuse|check|check-probe|check-noskip|check-wholehash [runs] [--dims
+//   T=128,SMAX=144] (one mode on llama-tiny, dims edited, for a profiler)
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -55,8 +55,8 @@ Stats stats(std::vector<double> v) {
 
 void line(const std::string& what, const std::vector<double>& v, const char* unit = "") {
   Stats s = stats(v);
-  std::printf("%s min=%.3f%s median=%.3f%s max=%.3f%s\n", what.c_str(), s.min, unit, s.median,
-              unit, s.max, unit);
+  std::printf("%s min=%.3f%s median=%.3f%s max=%.3f%s\n", what.c_str(), s.min, unit, s.median, unit,
+              s.max, unit);
   std::fflush(stdout);
 }
 
@@ -68,7 +68,8 @@ struct Loaded {
 
 // Loads a model.json, with dims overridden (JSON edited in memory before parsing). On the heap:
 // the plan points into the model.
-std::unique_ptr<Loaded> load(const std::string& path, const std::vector<std::pair<std::string, int>>& dims = {}) {
+std::unique_ptr<Loaded> load(const std::string& path,
+                             const std::vector<std::pair<std::string, int>>& dims = {}) {
   std::ifstream f(path);
   std::stringstream ss;
   ss << f.rdbuf();
@@ -93,11 +94,16 @@ std::unique_ptr<Loaded> load(const std::string& path, const std::vector<std::pai
 enum class Mode { reuse, check, probe, noskip, wholehash };
 const char* mode_name(Mode m) {
   switch (m) {
-    case Mode::reuse: return "reuse";
-    case Mode::check: return "check";
-    case Mode::probe: return "check-probe";
-    case Mode::noskip: return "check-noskip";
-    case Mode::wholehash: return "check-wholehash";
+    case Mode::reuse:
+      return "reuse";
+    case Mode::check:
+      return "check";
+    case Mode::probe:
+      return "check-probe";
+    case Mode::noskip:
+      return "check-noskip";
+    case Mode::wholehash:
+      return "check-wholehash";
   }
   return "?";
 }
@@ -139,7 +145,8 @@ double time_run(const Plan& p, const HostData& d, Mode mode, RunCost* cost = nul
 // times, index 0 being the reference. A repeat of a small plan runs it several times in a
 // row (the same count for every mode), so that one sample of the reference lasts about
 // 30 ms: a 3 ms run alone is at the mercy of one scheduler tick.
-std::vector<std::vector<double>> measure(const Loaded& l, const std::vector<Mode>& modes, int reps) {
+std::vector<std::vector<double>> measure(const Loaded& l, const std::vector<Mode>& modes,
+                                         int reps) {
   double ref = 0;
   for (Mode m : modes) {  // warm-up
     double s = time_run(l.plan, l.data, m);
@@ -215,8 +222,8 @@ void bench_hash(int reps) {
 
 void bench_scaling(int reps) {
   for (int T : {4, 16, 64, 128}) {
-    auto l = load(BOD_SOURCE_DIR "/fixtures/models/llama-tiny/model.json",
-                  {{"T", T}, {"SMAX", 16 + T}});
+    auto l =
+        load(BOD_SOURCE_DIR "/fixtures/models/llama-tiny/model.json", {{"T", T}, {"SMAX", 16 + T}});
     auto t = measure(*l, {Mode::reuse, Mode::check}, reps);
     line("scaling check/reuse llama-tiny T=" + std::to_string(T) +
              " calls=" + std::to_string(l->plan.calls.size()),
@@ -228,7 +235,8 @@ void bench_scaling(int reps) {
 // cache, four 64 KiB chunks): check with the vars' chunk hashes kept (an append re-reads one
 // chunk) and with every var hashed whole on every call (check-wholehash).
 void bench_kv(int reps) {
-  auto l = load(BOD_SOURCE_DIR "/fixtures/models/llama-tiny/model.json", {{"T", 128}, {"SMAX", 4096}});
+  auto l =
+      load(BOD_SOURCE_DIR "/fixtures/models/llama-tiny/model.json", {{"T", 128}, {"SMAX", 4096}});
   auto t = measure(*l, {Mode::reuse, Mode::check, Mode::wholehash}, reps);
   line("ratio check/reuse llama-tiny-kv4096", ratios(t[1], t[0]));
   line("ratio check-wholehash/reuse llama-tiny-kv4096", ratios(t[2], t[0]));
@@ -255,7 +263,8 @@ void bench_big(int reps) {
   auto lp = load(BOD_SOURCE_DIR "/fixtures/models/" + name + "/model.json");
   const Loaded& l = *lp;
   size_t weights = 0;
-  for (auto& t : l.model.tensors) weights += static_cast<size_t>(numel(t.shape)) * dtype_size(t.dtype);
+  for (auto& t : l.model.tensors)
+    weights += static_cast<size_t>(numel(t.shape)) * dtype_size(t.dtype);
   std::printf("model %s calls=%zu weights=%.2fGB load-wall=%.1fs repeats=%d\n", name.c_str(),
               l.plan.calls.size(), double(weights) / 1e9, wall_s() - w0, reps);
   std::fflush(stdout);
@@ -289,19 +298,25 @@ int main(int argc, char** argv) {
   std::vector<std::pair<std::string, int>> dims;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--quick") quick = true;
-    else if (a == "--no-big") no_big = true;
-    else if (a == "--scaling") scaling_only = true;
-    else if (a == "--big") big_only = true;
-    else if (a == "--only" && i + 1 < argc) only = argv[++i];
+    if (a == "--quick")
+      quick = true;
+    else if (a == "--no-big")
+      no_big = true;
+    else if (a == "--scaling")
+      scaling_only = true;
+    else if (a == "--big")
+      big_only = true;
+    else if (a == "--only" && i + 1 < argc)
+      only = argv[++i];
     else if (a == "--dims" && i + 1 < argc) {  // K=V[,K=V...]: llama-tiny's dims for --only
       std::stringstream ds(argv[++i]);
       for (std::string kv; std::getline(ds, kv, ',');) {
         auto eq = kv.find('=');
-        if (eq != std::string::npos) dims.emplace_back(kv.substr(0, eq), std::atoi(kv.c_str() + eq + 1));
+        if (eq != std::string::npos)
+          dims.emplace_back(kv.substr(0, eq), std::atoi(kv.c_str() + eq + 1));
       }
-    }
-    else reps = std::max(1, std::atoi(argv[i]));
+    } else
+      reps = std::max(1, std::atoi(argv[i]));
   }
   if (!only.empty()) {
     auto l = load(BOD_SOURCE_DIR "/fixtures/models/llama-tiny/model.json", dims);

@@ -1,7 +1,6 @@
 #include "cli/commands.h"
 
 #include <spdlog/spdlog.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,7 +30,9 @@ namespace bod {
 
 namespace {
 
-CommandResult fail(const Error& e) { return CommandResult{e.code, "", e.line()}; }
+CommandResult fail(const Error& e) {
+  return CommandResult{e.code, "", e.line()};
+}
 
 // Whether the run is timed: --timings, or a report format that shows times (markdown). A timed
 // run copies on every write and sync (no shared buffers), so its times include what transfers
@@ -69,18 +70,20 @@ Result<Plan> load_plan(const CommandOptions& o, Model& m) {
   m = std::move(lm.value());
   ExpandOptions eo;
   if (!(o.max_memory_gib > 0) || o.max_memory_gib > 1 << 20)
-    return Error{"--max-memory", "expected a number of GiB more than 0 and at most 1048576 (1 PiB)"};
+    return Error{"--max-memory",
+                 "expected a number of GiB more than 0 and at most 1048576 (1 PiB)"};
   eo.max_bytes = static_cast<size_t>(o.max_memory_gib * double(1 << 30));
   eo.share = !timed_run(o);  // as execute() runs it
   auto p = expand(m, eo);
   if (!p) return p.error();
   auto mib = [](size_t b) { return double(b) / (1 << 20); };
   const Plan::Memory& mem = p->memory;
-  spdlog::info("{}: {} calls, {} host steps, about {:.1f} MiB of memory at peak (tensors and vars "
-               "{:.1f}, BOs {:.1f}, no-reuse buffers {:.1f}, kernel scratch {:.1f}, plan {:.1f}, "
-               "process {:.1f})",
-               o.model, p->calls.size(), p->hosts.size(), mib(mem.peak()), mib(mem.host),
-               mib(mem.bos), mib(mem.noreuse), mib(mem.scratch), mib(mem.plan), mib(mem.process));
+  spdlog::info(
+      "{}: {} calls, {} host steps, about {:.1f} MiB of memory at peak (tensors and vars "
+      "{:.1f}, BOs {:.1f}, no-reuse buffers {:.1f}, kernel scratch {:.1f}, plan {:.1f}, "
+      "process {:.1f})",
+      o.model, p->calls.size(), p->hosts.size(), mib(mem.peak()), mib(mem.host), mib(mem.bos),
+      mib(mem.noreuse), mib(mem.scratch), mib(mem.plan), mib(mem.process));
   return p;
 }
 
@@ -100,9 +103,9 @@ std::unique_ptr<Backend> open_backend(const CommandOptions& o, const Model& m, b
 // The error line quotes the model: made safe to print (docs/model-format.md §13).
 Error at_model(const CommandOptions& o, Error e) {
   std::error_code ec;  // a pointer is no path: exists() may fail (name too long), never throw
-  bool pointer = e.where.empty() || (e.where[0] == '/' && e.where != o.model &&
-                                     e.where.rfind(o.model + ":", 0) != 0 &&
-                                     !std::filesystem::exists(e.where, ec));
+  bool pointer = e.where.empty() ||
+                 (e.where[0] == '/' && e.where != o.model && e.where.rfind(o.model + ":", 0) != 0 &&
+                  !std::filesystem::exists(e.where, ec));
   e = safe_error(std::move(e));
   if (pointer) e.where = o.model + ":" + e.where;
   return e;
@@ -123,8 +126,9 @@ bool same_file(const std::string& out, const std::string& in) {
 // An output option (-o, --save-trace) naming the input file is refused before any write.
 Status not_input(const std::string& flag, const std::string& out, const std::string& in) {
   if (!same_file(out, in)) return ok_status();
-  return Error{out, flag + " names the input file " + in + "; writing there would overwrite the "
-                    "input, expected another file name"};
+  return Error{out, flag + " names the input file " + in +
+                        "; writing there would overwrite the "
+                        "input, expected another file name"};
 }
 
 // An existing output file is replaced only when it is empty or a previous bo-doctor output
@@ -133,20 +137,24 @@ Status not_input(const std::string& flag, const std::string& out, const std::str
 Status may_replace(const std::string& flag, const std::string& out, bool force) {
   if (out.empty() || out == "-" || out == "/dev/stdout" || force) return ok_status();
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(std::filesystem::symlink_status(out, ec))) return ok_status();
+  if (!std::filesystem::is_regular_file(std::filesystem::symlink_status(out, ec)))
+    return ok_status();
   auto size = std::filesystem::file_size(out, ec);
   if (ec || size == 0) return ok_status();
   FILE* f = std::fopen(out.c_str(), "rb");
   if (!f) return ok_status();  // the write reports why it cannot open it
   std::string head(4096, '\0'), tail(4096, '\0');
   head.resize(std::fread(head.data(), 1, head.size(), f));
-  if (size > 4096 && std::fseek(f, -4096, SEEK_END) == 0) tail.resize(std::fread(tail.data(), 1, tail.size(), f));
-  else tail.clear();
+  if (size > 4096 && std::fseek(f, -4096, SEEK_END) == 0)
+    tail.resize(std::fread(tail.data(), 1, tail.size(), f));
+  else
+    tail.clear();
   std::fclose(f);
   if (head.find("bo-doctor") != std::string::npos || tail.find("bo-doctor") != std::string::npos)
     return ok_status();
-  return Error{out, flag + " would replace a file that is not a bo-doctor report; expected a new "
-                    "file name, or --force to replace it"};
+  return Error{out, flag +
+                        " would replace a file that is not a bo-doctor report; expected a new "
+                        "file name, or --force to replace it"};
 }
 
 // Every output option, checked before the run so a refused one costs nothing.
@@ -159,7 +167,6 @@ Status check_outputs(const CommandOptions& o) {
   BOD_CHECK(may_replace("--save-trace", o.save_trace, o.force));
   return may_replace("--write-baseline", o.write_baseline, o.force);
 }
-
 
 // The gate the options describe (ids validated, baseline read), with the model's
 // suppressions when there is a model.
@@ -177,7 +184,8 @@ Result<GateOptions> gate_options(const CommandOptions& o, const Model* m) {
   g.print_limit = o.print_limit;
   if (m)
     for (auto& d : m->suppressions)
-      g.suppressions.push_back({d.check, d.kernel, d.bo_key, d.slot, d.reason, o.model + ":" + d.path});
+      g.suppressions.push_back(
+          {d.check, d.kernel, d.bo_key, d.slot, d.reason, o.model + ":" + d.path});
   return g;
 }
 
@@ -195,10 +203,11 @@ std::function<void(size_t, size_t)> progress_fn(const CommandOptions& o, const s
     double el = std::chrono::duration<double>(now - t0).count();
     if (timeout > 0 && el > timeout) {
       if (show) std::fprintf(stderr, "\r\033[K");
-      throw FatalError{Error{"--timeout", what + " stopped after " + std::to_string(done) + " of " +
-                                              std::to_string(total) + " steps: over the limit of " +
-                                              std::to_string(static_cast<long long>(timeout)) +
-                                              " s; expected a smaller plan or a larger --timeout",
+      throw FatalError{Error{"--timeout",
+                             what + " stopped after " + std::to_string(done) + " of " +
+                                 std::to_string(total) + " steps: over the limit of " +
+                                 std::to_string(static_cast<long long>(timeout)) +
+                                 " s; expected a smaller plan or a larger --timeout",
                              Exit::timeout}};
     }
     if (!show) return;
@@ -209,8 +218,9 @@ std::function<void(size_t, size_t)> progress_fn(const CommandOptions& o, const s
     if (now - *last < std::chrono::milliseconds(200)) return;
     *last = now;
     double eta = done ? el / double(done) * double(total - done) : 0;
-    std::fprintf(stderr, "\r\033[Kbo-doctor: %s: step %zu/%zu (%.0f%%), %.0f s, ETA %.0f s", what.c_str(),
-                 done, total, 100.0 * double(done) / double(std::max<size_t>(total, 1)), el, eta);
+    std::fprintf(stderr, "\r\033[Kbo-doctor: %s: step %zu/%zu (%.0f%%), %.0f s, ETA %.0f s",
+                 what.c_str(), done, total,
+                 100.0 * double(done) / double(std::max<size_t>(total, 1)), el, eta);
     std::fflush(stderr);
   };
 }
@@ -246,7 +256,8 @@ CommandResult finish(const CommandOptions& o, Report r, const GateOptions& g) {
 
 // Loads the host data and runs the plan on the backend the options name; a weight-file or
 // backend failure is the command's error.
-Result<Trace> execute(const CommandOptions& o, const Model& m, const Plan& p, const RunOptions& ro) {
+Result<Trace> execute(const CommandOptions& o, const Model& m, const Plan& p,
+                      const RunOptions& ro) {
   auto data = HostData::load(m);
   if (!data) return data.error();
   try {
@@ -264,7 +275,6 @@ Status check_format(const std::string& format) {
                                did_you_mean(lower_ascii(format), names) + "; expected " +
                                or_list(names)};
 }
-
 
 Status save_trace(const CommandOptions& o, const Trace& t) {
   if (o.save_trace.empty()) return ok_status();
@@ -398,13 +408,15 @@ std::vector<std::string> list_checks_formats() {
 
 CommandResult cmd_explain(const std::string& id) {
   const CheckEntry* e = find_check(id);
-  const CheckInfo* info = e ? e->info : id == unused_suppression_info().id ? &unused_suppression_info() : nullptr;
+  const CheckInfo* info = e                                    ? e->info
+                          : id == unused_suppression_info().id ? &unused_suppression_info()
+                                                               : nullptr;
   if (!info) {
     std::vector<std::string> ids;
     for (auto& c : check_registry()) ids.push_back(c.info->id);
     ids.push_back(unused_suppression_info().id);
-    return {Exit::bad_input, "", "no such check: '" + id + "'" + did_you_mean(id, ids) +
-                                     ". Try: bo-doctor list-checks"};
+    return {Exit::bad_input, "",
+            "no such check: '" + id + "'" + did_you_mean(id, ids) + ". Try: bo-doctor list-checks"};
   }
   std::ostringstream s;
   s << info->id << " (" << severity_name(info->severity) << ")\n\n"

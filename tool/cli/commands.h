@@ -10,7 +10,7 @@
 namespace bod {
 
 struct CommandOptions {
-  std::string model;  // model.json (analyze: the trace file)
+  std::string model;            // model.json (analyze: the trace file)
   std::string format = "text";  // report_formats() (classify: classify_formats()), any case
   std::string output;           // "" = stdout
   bool force = false;           // -o may replace a file that is not a bo-doctor report
@@ -19,9 +19,9 @@ struct CommandOptions {
   int timeout_ms = 10000;
   double max_memory_gib = 16;
   bool timings = false;
-  bool probe = false;  // check --probe: canary runs of intermediate slots
+  bool probe = false;             // check --probe: canary runs of intermediate slots
   bool probe_every_call = false;  // --probe=all: on every call, not only where outcomes can differ
-  std::string save_trace;  // check --save-trace FILE
+  std::string save_trace;         // check --save-trace FILE
   // The gate (report/gate.h): check selection, failing severity, baseline, text print limit.
   std::vector<std::string> checks, skip_checks;
   std::string fail_on = "error";

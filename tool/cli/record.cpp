@@ -6,10 +6,9 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <spdlog/spdlog.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <spdlog/spdlog.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -31,7 +30,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-CommandResult fail(const Error& e) { return CommandResult{e.code, "", e.line()}; }
+CommandResult fail(const Error& e) {
+  return CommandResult{e.code, "", e.line()};
+}
 
 // The folder holding sitecustomize.py and the bo_doctor package.
 std::string recorder_dir() {
@@ -69,7 +70,8 @@ Result<int> run_child(const RecordOptions& o, const std::string& spool) {
   for (auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
   // Ctrl-C goes to the whole process group: let the program handle it, then assemble.
-  struct sigaction ignore {}, old_int{}, old_term{};
+  struct sigaction ignore {
+  }, old_int{}, old_term{};
   ignore.sa_handler = SIG_IGN;
   sigaction(SIGINT, &ignore, &old_int);
   sigaction(SIGTERM, &ignore, &old_term);
@@ -94,8 +96,9 @@ Result<int> run_child(const RecordOptions& o, const std::string& spool) {
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
   if (rc != 0)
-    return Error{o.command[0], std::string("cannot run: ") + std::strerror(rc) +
-                                   "; give the program and its arguments after --",
+    return Error{o.command[0],
+                 std::string("cannot run: ") + std::strerror(rc) +
+                     "; give the program and its arguments after --",
                  Exit::bad_input};
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
@@ -105,22 +108,31 @@ Result<int> run_child(const RecordOptions& o, const std::string& spool) {
 
 CommandResult cmd_record(const RecordOptions& o) {
   if (o.command.empty())
-    return fail(Error{"record", "no command; usage: bo-doctor record [-o TRACE] -- python3 run.py ...",
+    return fail(Error{"record",
+                      "no command; usage: bo-doctor record [-o TRACE] -- python3 run.py ...",
                       Exit::bad_input});
   std::string out = o.output.empty() ? "run.trace.jsonl" : o.output;
   if (o.labels != "auto" && o.labels != "explicit")
-    return fail(Error{"--labels", "'" + o.labels + "': expected auto (bo_doctor.label, else the "
-                      "bo_key's L<n> or the layer loop variable) or explicit (bo_doctor.label only)",
-                      Exit::bad_input});
+    return fail(
+        Error{"--labels",
+              "'" + o.labels +
+                  "': expected auto (bo_doctor.label, else the "
+                  "bo_key's L<n> or the layer loop variable) or explicit (bo_doctor.label only)",
+              Exit::bad_input});
   if (!o.target.empty() && o.target.find(':') == std::string::npos)
-    return fail(Error{"--target", "'" + o.target + "': expected module:Class.method, e.g. "
-                      "shared.infra.cache:KernelCache.load_and_run", Exit::bad_input});
+    return fail(Error{"--target",
+                      "'" + o.target +
+                          "': expected module:Class.method, e.g. "
+                          "shared.infra.cache:KernelCache.load_and_run",
+                      Exit::bad_input});
   if (!fs::exists(fs::path(recorder_dir()) / "sitecustomize.py"))
-    return fail(Error{recorder_dir(), "the Python recorder is missing here; set BOD_RECORDER_DIR "
-                      "to the folder holding sitecustomize.py", Exit::bad_input});
+    return fail(Error{recorder_dir(),
+                      "the Python recorder is missing here; set BOD_RECORDER_DIR "
+                      "to the folder holding sitecustomize.py",
+                      Exit::bad_input});
   fs::path dir = fs::absolute(out).parent_path();
-  std::string spool = (dir / (fs::path(out).filename().string() + ".spool." +
-                              std::to_string(getpid()))).string();
+  std::string spool =
+      (dir / (fs::path(out).filename().string() + ".spool." + std::to_string(getpid()))).string();
   {
     std::ofstream s(spool, std::ios::trunc);
     if (!s) return fail(Error{spool, "cannot create the recorder's spool file", Exit::bad_input});
@@ -138,18 +150,25 @@ CommandResult cmd_record(const RecordOptions& o) {
   std::istringstream check(text.value());
   auto t = read_trace(check, out);
   if (!t)
-    return fail(Error{t.error().where, t.error().what + " (the recorder wrote an invalid trace; "
-                      "the spool " + spool + " is kept)", Exit::backend});
+    return fail(Error{t.error().where,
+                      t.error().what +
+                          " (the recorder wrote an invalid trace; "
+                          "the spool " +
+                          spool + " is kept)",
+                      Exit::backend});
   if (auto st = write_atomic(out, text.value()); !st) return fail(st.error());
   fs::remove(spool);
   std::ostringstream msg;
   msg << "recorded " << sum.calls << " call(s) of " << o.command[0] << " to " << out << " ("
       << text->size() / 1024 << " KiB, " << (sum.calls ? text->size() / sum.calls : 0)
-      << " bytes/call" << (sum.ended ? ", recorder time " + std::to_string(sum.recorder_seconds).substr(0, 6) + " s" : "")
-      << (sum.shadow ? ", with shadow runs" : "")
-      << (sum.torn ? ", last call cut off" : "") << (sum.ended ? "" : ", the program did not "
-      "exit normally") << "); the program exited " << rc.value()
-      << ". Next: bo-doctor analyze " << out << "\n";
+      << " bytes/call"
+      << (sum.ended ? ", recorder time " + std::to_string(sum.recorder_seconds).substr(0, 6) + " s"
+                    : "")
+      << (sum.shadow ? ", with shadow runs" : "") << (sum.torn ? ", last call cut off" : "")
+      << (sum.ended ? ""
+                    : ", the program did not "
+                      "exit normally")
+      << "); the program exited " << rc.value() << ". Next: bo-doctor analyze " << out << "\n";
   CommandResult r;
   r.log = msg.str();
   // Like valgrind or compute-sanitizer: record exits with the program's own status.

@@ -1,10 +1,10 @@
 // Command-line parsing (CLI11): subcommands, flags, logging verbosity; usage errors exit 2
 // with a did-you-mean for commands and flags. Help shows defaults, exit codes and examples.
-#include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <cstring>
 
 #include "cli/commands.h"
@@ -61,7 +61,8 @@ void add_report_flags(CLI::App* c, CommandOptions& o, const std::vector<std::str
   c->add_option("-o,--output", o.output,
                 "write the report to FILE (atomically) instead of stdout; an existing file is "
                 "replaced only when it is a bo-doctor output, or with --force");
-  c->add_flag("--force", o.force, "let -o, --save-trace, --write-baseline replace any regular file");
+  c->add_flag("--force", o.force,
+              "let -o, --save-trace, --write-baseline replace any regular file");
 }
 
 void add_model_flags(CLI::App* c, CommandOptions& o) {
@@ -108,7 +109,8 @@ CommandResult run_cli(int argc, char** argv) {
   app.require_subcommand(1);
   app.fallthrough();  // -v / -q also after the subcommand
   app.option_defaults()->always_capture_default();
-  app.footer(footer("  bo-doctor check model.json\n  bo-doctor check model.json --format sarif -o bo.sarif\n"));
+  app.footer(footer(
+      "  bo-doctor check model.json\n  bo-doctor check model.json --format sarif -o bo.sarif\n"));
   int verbose = 0;
   bool quiet = false;
   app.add_flag("-v,--verbose", verbose, "more logging on stderr (-vv for debug)");
@@ -142,8 +144,9 @@ CommandResult run_cli(int argc, char** argv) {
   analyze->add_option("TRACE", o.model, "trace file (JSON Lines), or - for stdin")->required();
   add_report_flags(analyze, o, report_format_names);
   add_gate_flags(analyze, o);
-  analyze->footer(footer("  bo-doctor analyze run.trace.jsonl\n"
-                         "  bo-doctor analyze run.trace.jsonl --format junit -o bo.junit.xml\n"));
+  analyze->footer(
+      footer("  bo-doctor analyze run.trace.jsonl\n"
+             "  bo-doctor analyze run.trace.jsonl --format junit -o bo.junit.xml\n"));
 
   auto* skeleton = app.add_subcommand(
       "skeleton", "write a model.json that replays a trace's calls, with stub kernel bodies");
@@ -151,17 +154,20 @@ CommandResult run_cli(int argc, char** argv) {
   skeleton->add_option("-o,--output", o.output,
                        "write the model to FILE (atomically) instead of stdout");
   skeleton->add_flag("--force", o.force, "let -o replace a file that is not a bo-doctor output");
-  skeleton->footer(footer("  bo-doctor skeleton run.trace.jsonl -o model.json\n"
-                          "  bo-doctor skeleton - < run.trace.jsonl\n"));
+  skeleton->footer(
+      footer("  bo-doctor skeleton run.trace.jsonl -o model.json\n"
+             "  bo-doctor skeleton - < run.trace.jsonl\n"));
 
   auto* classify = app.add_subcommand(
       "classify", "infer each slot's role from behaviour and recommend reuse indices");
   add_model_flags(classify, o);
   add_report_flags(classify, o, classify_formats());
   auto* cbackend = classify->add_option("--backend", o.backend, "cpu (reference device) or xrt");
-  classify->add_option("--timeout", o.timeout_s, "stop the whole run after SECONDS (exit 4; 0: none)");
-  classify->footer(footer("  bo-doctor classify model.json\n"
-                          "  bo-doctor classify model.json --format json -o roles.json\n"));
+  classify->add_option("--timeout", o.timeout_s,
+                       "stop the whole run after SECONDS (exit 4; 0: none)");
+  classify->footer(
+      footer("  bo-doctor classify model.json\n"
+             "  bo-doctor classify model.json --format json -o roles.json\n"));
 
   auto* lint = app.add_subcommand("lint", "static checks of the plan, without running it");
   add_model_flags(lint, o);
@@ -181,8 +187,9 @@ CommandResult run_cli(int argc, char** argv) {
   record->add_option("--labels", ro.labels,
                      "auto (bo_doctor.label, else heuristics) or explicit (label() only)");
   record->add_option("COMMAND", ro.command, "the program and its arguments, after --")->required();
-  record->footer(footer("  bo-doctor record -- python3 run.py\n"
-                        "  bo-doctor record --shadow -o run.trace.jsonl -- python3 run.py --tokens 4\n"));
+  record->footer(
+      footer("  bo-doctor record -- python3 run.py\n"
+             "  bo-doctor record --shadow -o run.trace.jsonl -- python3 run.py --tokens 4\n"));
 
   std::string list_format = "text";
   auto* list = app.add_subcommand("list-checks", "list every check id");
@@ -215,37 +222,44 @@ CommandResult run_cli(int argc, char** argv) {
     return {Exit::ok, std::string("bo-doctor ") + BOD_VERSION + "\n", ""};
   } catch (const CLI::ExtrasError& e) {
     std::string hint = extras_hint(app, argc, argv);
-    return {Exit::bad_input, "", hint.empty() ? std::string(e.what()) + ". Try: bo-doctor --help" : hint};
+    return {Exit::bad_input, "",
+            hint.empty() ? std::string(e.what()) + ". Try: bo-doctor --help" : hint};
   } catch (const CLI::ParseError& e) {
     return {Exit::bad_input, "", std::string(e.what()) + ". Try: bo-doctor --help"};
   }
-  spdlog::set_level(quiet ? spdlog::level::err
+  spdlog::set_level(quiet          ? spdlog::level::err
                     : verbose >= 2 ? spdlog::level::debug
                     : verbose == 1 ? spdlog::level::info
                                    : spdlog::level::warn);
   o.progress = !quiet && ::isatty(STDERR_FILENO);
   if (!probe_mode.empty()) {
     if (probe_mode != "smart" && probe_mode != "all")
-      return {Exit::bad_input, "", "--probe: unknown mode '" + probe_mode + "'" +
-                                       did_you_mean(probe_mode, {"smart", "all"}) +
-                                       "; expected --probe (smart) or --probe=all"};
+      return {Exit::bad_input, "",
+              "--probe: unknown mode '" + probe_mode + "'" +
+                  did_you_mean(probe_mode, {"smart", "all"}) +
+                  "; expected --probe (smart) or --probe=all"};
     o.probe = true;
     o.probe_every_call = probe_mode == "all";
   }
-  if (o.timeout_s < 0) return {Exit::bad_input, "", "--timeout: expected 0 (none) or a positive number of seconds"};
+  if (o.timeout_s < 0)
+    return {Exit::bad_input, "", "--timeout: expected 0 (none) or a positive number of seconds"};
   if (check->parsed() || classify->parsed()) {
     // Options of one backend are refused on another, rather than ignored.
     if (o.backend != "cpu" && o.backend != "xrt")
-      return {Exit::bad_input, "", "--backend: unknown backend '" + o.backend + "'" +
-                                       did_you_mean(o.backend, {"cpu", "xrt"}) + "; expected cpu or xrt"};
+      return {Exit::bad_input, "",
+              "--backend: unknown backend '" + o.backend + "'" +
+                  did_you_mean(o.backend, {"cpu", "xrt"}) + "; expected cpu or xrt"};
     (void)backend;
     (void)cbackend;
     if (o.backend != "xrt" && device->count())
-      return {Exit::bad_input, "", "--device applies to --backend xrt only; the cpu backend has no devices"};
+      return {Exit::bad_input, "",
+              "--device applies to --backend xrt only; the cpu backend has no devices"};
     if (o.backend != "xrt" && timeout_ms->count())
-      return {Exit::bad_input, "", "--timeout-ms applies to --backend xrt only (the NPU wait); "
-                                   "for the whole run use --timeout"};
-    if (o.timeout_ms <= 0) return {Exit::bad_input, "", "--timeout-ms: expected a positive number of ms"};
+      return {Exit::bad_input, "",
+              "--timeout-ms applies to --backend xrt only (the NPU wait); "
+              "for the whole run use --timeout"};
+    if (o.timeout_ms <= 0)
+      return {Exit::bad_input, "", "--timeout-ms: expected a positive number of ms"};
     if (o.device < 0) return {Exit::bad_input, "", "--device: expected a device index >= 0"};
   }
   if (check->parsed()) return cmd_check(o);

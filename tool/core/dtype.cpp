@@ -12,20 +12,28 @@ std::optional<DType> parse_dtype(std::string_view s) {
 
 const char* dtype_name(DType t) {
   switch (t) {
-    case DType::bf16: return "bf16";
-    case DType::f32: return "f32";
-    case DType::i32: return "i32";
-    case DType::i8: return "i8";
+    case DType::bf16:
+      return "bf16";
+    case DType::f32:
+      return "f32";
+    case DType::i32:
+      return "i32";
+    case DType::i8:
+      return "i8";
   }
   return "?";
 }
 
 size_t dtype_size(DType t) {
   switch (t) {
-    case DType::bf16: return 2;
-    case DType::f32: return 4;
-    case DType::i32: return 4;
-    case DType::i8: return 1;
+    case DType::bf16:
+      return 2;
+    case DType::f32:
+      return 4;
+    case DType::i32:
+      return 4;
+    case DType::i8:
+      return 1;
   }
   return 0;
 }

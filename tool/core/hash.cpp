@@ -21,29 +21,39 @@ constexpr bool kX86 = false;
 
 Fn fn_of(HashPath p) {
   switch (p) {
-    case HashPath::scalar: return hash_impl::xxh3_scalar;
+    case HashPath::scalar:
+      return hash_impl::xxh3_scalar;
 #if defined(__x86_64__) || defined(_M_X64)
-    case HashPath::sse2: return hash_impl::xxh3_sse2;
+    case HashPath::sse2:
+      return hash_impl::xxh3_sse2;
 #endif
 #ifdef BOD_HASH_AVX2
-    case HashPath::avx2: return hash_impl::xxh3_avx2;
+    case HashPath::avx2:
+      return hash_impl::xxh3_avx2;
 #endif
 #ifdef BOD_HASH_AVX512
-    case HashPath::avx512: return hash_impl::xxh3_avx512;
+    case HashPath::avx512:
+      return hash_impl::xxh3_avx512;
 #endif
-    default: return nullptr;
+    default:
+      return nullptr;
   }
 }
 
 bool cpu_has(HashPath p) {
   switch (p) {
-    case HashPath::scalar: return true;
-    case HashPath::sse2: return kX86;
+    case HashPath::scalar:
+      return true;
+    case HashPath::sse2:
+      return kX86;
 #if defined(__x86_64__) || defined(_M_X64)
-    case HashPath::avx2: return __builtin_cpu_supports("avx2");
-    case HashPath::avx512: return __builtin_cpu_supports("avx512f");
+    case HashPath::avx2:
+      return __builtin_cpu_supports("avx2");
+    case HashPath::avx512:
+      return __builtin_cpu_supports("avx512f");
 #endif
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -60,8 +70,8 @@ HashPath initial() {
     for (HashPath p : {HashPath::scalar, HashPath::sse2, HashPath::avx2, HashPath::avx512})
       if (std::strcmp(env, hash_path_name(p)) == 0) {
         if (hash_path_available(p)) return p;
-        std::fprintf(stderr, "bo-doctor: BOD_HASH_PATH=%s is not available here; using %s\n",
-                     env, hash_path_name(best()));
+        std::fprintf(stderr, "bo-doctor: BOD_HASH_PATH=%s is not available here; using %s\n", env,
+                     hash_path_name(best()));
         return best();
       }
     std::fprintf(stderr,
@@ -84,15 +94,21 @@ State& state() {
 
 const char* hash_path_name(HashPath p) {
   switch (p) {
-    case HashPath::scalar: return "scalar";
-    case HashPath::sse2: return "sse2";
-    case HashPath::avx2: return "avx2";
-    case HashPath::avx512: return "avx512";
+    case HashPath::scalar:
+      return "scalar";
+    case HashPath::sse2:
+      return "sse2";
+    case HashPath::avx2:
+      return "avx2";
+    case HashPath::avx512:
+      return "avx512";
   }
   return "?";
 }
 
-bool hash_path_available(HashPath p) { return fn_of(p) != nullptr && cpu_has(p); }
+bool hash_path_available(HashPath p) {
+  return fn_of(p) != nullptr && cpu_has(p);
+}
 
 std::vector<HashPath> available_hash_paths() {
   std::vector<HashPath> r;
@@ -101,7 +117,9 @@ std::vector<HashPath> available_hash_paths() {
   return r;
 }
 
-HashPath hash_path() { return state().path.load(std::memory_order_relaxed); }
+HashPath hash_path() {
+  return state().path.load(std::memory_order_relaxed);
+}
 
 bool set_hash_path(HashPath p) {
   if (!hash_path_available(p)) return false;
@@ -159,7 +177,9 @@ uint64_t hash_bytes(const void* data, size_t n) {
   return n <= kHashChunk ? fn(data, n) : tree(fn, data, n);
 }
 
-uint64_t hash_chunk(const void* data, size_t n) { return current()(data, n); }
+uint64_t hash_chunk(const void* data, size_t n) {
+  return current()(data, n);
+}
 
 std::string hash_hex(uint64_t h) {
   char b[17];

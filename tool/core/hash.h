@@ -17,7 +17,9 @@ uint64_t hash_bytes(const void* data, size_t n);
 // The pieces of hash_bytes for a caller that keeps chunk hashes: the chunks of n bytes, one
 // chunk's hash (plain XXH3-64 of any n; hash_bytes calls it with n <= kHashChunk), and the
 // hash of k > 1 chunk hashes (plain XXH3-64 of their little-endian bytes, however many).
-inline size_t hash_chunk_count(size_t n) { return n == 0 ? 1 : (n + kHashChunk - 1) / kHashChunk; }
+inline size_t hash_chunk_count(size_t n) {
+  return n == 0 ? 1 : (n + kHashChunk - 1) / kHashChunk;
+}
 uint64_t hash_chunk(const void* data, size_t n);
 uint64_t combine_chunk_hashes(const uint64_t* chunk_hashes, size_t k);
 std::string hash_hex(uint64_t h);  // 16 lowercase hex digits

@@ -6,4 +6,6 @@
 
 #include "core/hash_impl.h"
 
-uint64_t bod::hash_impl::xxh3_scalar(const void* data, size_t n) { return XXH3_64bits(data, n); }
+uint64_t bod::hash_impl::xxh3_scalar(const void* data, size_t n) {
+  return XXH3_64bits(data, n);
+}

@@ -13,5 +13,7 @@
 
 #include "core/hash_impl.h"
 
-uint64_t bod::hash_impl::xxh3_avx512(const void* data, size_t n) { return XXH3_64bits(data, n); }
+uint64_t bod::hash_impl::xxh3_avx512(const void* data, size_t n) {
+  return XXH3_64bits(data, n);
+}
 #endif

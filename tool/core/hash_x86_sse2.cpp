@@ -6,5 +6,7 @@
 
 #include "core/hash_impl.h"
 
-uint64_t bod::hash_impl::xxh3_sse2(const void* data, size_t n) { return XXH3_64bits(data, n); }
+uint64_t bod::hash_impl::xxh3_sse2(const void* data, size_t n) {
+  return XXH3_64bits(data, n);
+}
 #endif

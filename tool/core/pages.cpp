@@ -14,7 +14,9 @@ namespace {
 constexpr size_t kHuge = size_t(2) << 20;  // x86-64 transparent huge page
 constexpr size_t kPage = 4096;
 
-size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+size_t round_up(size_t n, size_t to) {
+  return (n + to - 1) / to * to;
+}
 
 // /proc/self/status field in kB -> bytes.
 size_t status_kb(const char* field) {
@@ -31,8 +33,10 @@ size_t status_kb(const char* field) {
 
 void PagesDeleter::operator()(uint8_t* p) const {
   if (!p) return;
-  if (mapped) munmap(p, mapped);
-  else std::free(p);
+  if (mapped)
+    munmap(p, mapped);
+  else
+    std::free(p);
 }
 
 Pages alloc_pages(size_t n, bool zero) {
@@ -60,8 +64,12 @@ Pages alloc_pages(size_t n, bool zero) {
   return Pages(p, PagesDeleter{len});
 }
 
-size_t current_rss() { return status_kb("VmRSS"); }
-size_t peak_rss() { return status_kb("VmHWM"); }
+size_t current_rss() {
+  return status_kb("VmRSS");
+}
+size_t peak_rss() {
+  return status_kb("VmHWM");
+}
 
 bool reset_peak_rss() {
   std::ofstream f("/proc/self/clear_refs");

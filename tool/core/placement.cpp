@@ -4,10 +4,14 @@ namespace bod {
 
 const char* bo_pool_name(BoPool p) {
   switch (p) {
-    case BoPool::key: return "key";
-    case BoPool::shared: return "shared";
-    case BoPool::alias: return "alias";
-    case BoPool::unbound: return "unbound";
+    case BoPool::key:
+      return "key";
+    case BoPool::shared:
+      return "shared";
+    case BoPool::alias:
+      return "alias";
+    case BoPool::unbound:
+      return "unbound";
   }
   return "?";
 }
@@ -15,11 +19,14 @@ const char* bo_pool_name(BoPool p) {
 std::string Placement::label() const {
   std::string pre = ns.empty() ? "" : ns + ":";
   switch (pool) {
-    case BoPool::key: return pre + "key:" + name + "/" + std::to_string(index);
+    case BoPool::key:
+      return pre + "key:" + name + "/" + std::to_string(index);
     case BoPool::shared:
       return pre + "pool:" + name + "/" + std::to_string(index) + "/" + std::to_string(bytes);
-    case BoPool::alias: return pre + "alias:" + name + "/" + std::to_string(bytes);
-    case BoPool::unbound: return pre + "unbound:" + name + "/" + std::to_string(index);
+    case BoPool::alias:
+      return pre + "alias:" + name + "/" + std::to_string(bytes);
+    case BoPool::unbound:
+      return pre + "unbound:" + name + "/" + std::to_string(index);
   }
   return "?";
 }

@@ -10,20 +10,20 @@ namespace bod {
 
 // Which table of the engine owns the BO.
 enum class BoPool {
-  key,     // the bo_key's own BO set, one BO per slot index
-  shared,  // a shared_nonstatic pool, keyed by (kernel, slot index, bytes)
-  alias,   // a shared_alias pool, keyed by (name, bytes)
-  unbound, // no BO: an argument beyond the count the key's first call set up
+  key,      // the bo_key's own BO set, one BO per slot index
+  shared,   // a shared_nonstatic pool, keyed by (kernel, slot index, bytes)
+  alias,    // a shared_alias pool, keyed by (name, bytes)
+  unbound,  // no BO: an argument beyond the count the key's first call set up
 };
 const char* bo_pool_name(BoPool p);  // "key" | "shared" | "alias"
 
 struct Placement {
-  std::string ns;            // cache instance; "" when the engine has one
+  std::string ns;  // cache instance; "" when the engine has one
   BoPool pool = BoPool::key;
-  std::string name;          // key, unbound: the bo_key; shared: the kernel; alias: the pool name
-  int index = -1;            // key, shared, unbound: slot index; alias: -1
-  size_t bytes = 0;          // the BO's size (set by the key's first call); unbound: 0
-  int first_call = 0;        // number of the first call that used this BO
+  std::string name;    // key, unbound: the bo_key; shared: the kernel; alias: the pool name
+  int index = -1;      // key, shared, unbound: slot index; alias: -1
+  size_t bytes = 0;    // the BO's size (set by the key's first call); unbound: 0
+  int first_call = 0;  // number of the first call that used this BO
   int bo = 0;  // the BO's number: 1, 2, ... in order of first use (0: unnumbered; -1: unbound)
 
   // Two placements name the same BO exactly when their identities are equal (a map key).

@@ -25,8 +25,8 @@ struct Error {
 template <typename T>
 class Result {
  public:
-  Result(T v) : v_(std::move(v)) {}                // NOLINT: implicit by design
-  Result(Error e) : v_(std::move(e)) {}            // NOLINT
+  Result(T v) : v_(std::move(v)) {}      // NOLINT: implicit by design
+  Result(Error e) : v_(std::move(e)) {}  // NOLINT
   bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }
   T& value() { return std::get<0>(v_); }
@@ -42,7 +42,9 @@ class Result {
 // Result<void> stand-in.
 struct Unit {};
 using Status = Result<Unit>;
-inline Status ok_status() { return Unit{}; }
+inline Status ok_status() {
+  return Unit{};
+}
 
 // Thrown for fatal conditions that must end the program with a given exit code (caught in
 // main): e.g. a backend that cannot open its device.
@@ -55,12 +57,12 @@ struct FatalError {
 // Propagation helpers for Result/Status inside functions that return Result<U> or Status.
 #define BOD_CAT2_(a, b) a##b
 #define BOD_CAT_(a, b) BOD_CAT2_(a, b)
-#define BOD_TRY(lhs, expr)                                   \
-  auto BOD_CAT_(bod_r_, __LINE__) = (expr);                  \
+#define BOD_TRY(lhs, expr)                                                    \
+  auto BOD_CAT_(bod_r_, __LINE__) = (expr);                                   \
   if (!BOD_CAT_(bod_r_, __LINE__)) return BOD_CAT_(bod_r_, __LINE__).error(); \
   lhs = std::move(BOD_CAT_(bod_r_, __LINE__).value())
-#define BOD_CHECK(expr)                     \
-  do {                                      \
-    auto bod_s_ = (expr);                   \
-    if (!bod_s_) return bod_s_.error();     \
+#define BOD_CHECK(expr)                 \
+  do {                                  \
+    auto bod_s_ = (expr);               \
+    if (!bod_s_) return bod_s_.error(); \
   } while (0)

@@ -27,7 +27,8 @@ float TensorRef::get(int64_t i) const {
       std::memcpy(&v, data + 4 * i, 4);
       return static_cast<float>(v);
     }
-    case DType::i8: return static_cast<float>(static_cast<int8_t>(data[i]));
+    case DType::i8:
+      return static_cast<float>(static_cast<int8_t>(data[i]));
   }
   return 0.f;
 }
@@ -39,13 +40,17 @@ void TensorRef::set(int64_t i, float v) const {
       std::memcpy(data + 2 * i, &h, 2);
       return;
     }
-    case DType::f32: std::memcpy(data + 4 * i, &v, 4); return;
+    case DType::f32:
+      std::memcpy(data + 4 * i, &v, 4);
+      return;
     case DType::i32: {
       int32_t x = static_cast<int32_t>(v);
       std::memcpy(data + 4 * i, &x, 4);
       return;
     }
-    case DType::i8: data[i] = static_cast<uint8_t>(static_cast<int8_t>(v)); return;
+    case DType::i8:
+      data[i] = static_cast<uint8_t>(static_cast<int8_t>(v));
+      return;
   }
 }
 

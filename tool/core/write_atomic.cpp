@@ -48,14 +48,17 @@ class TmpGuard {
   TmpGuard& operator=(const TmpGuard&) = delete;
 
  private:
-  struct sigaction old_int_ {}, old_term_ {};
+  struct sigaction old_int_ {
+  }, old_term_{};
 };
 
 Error out_error(const std::string& path, const std::string& what) {
   return Error{path, what, Exit::bad_input};
 }
 
-std::string errno_str() { return std::strerror(errno); }
+std::string errno_str() {
+  return std::strerror(errno);
+}
 
 const char* kind_of(mode_t m) {
   if (S_ISLNK(m)) return "a symbolic link";
@@ -93,8 +96,7 @@ Status write_atomic(const std::string& path, const std::string& text) {
   // turned into a regular file (a device, FIFO, directory). Its permission bits are kept.
   struct stat st;
   bool exists = ::lstat(path.c_str(), &st) == 0;
-  if (!exists && errno != ENOENT)
-    return out_error(path, "cannot write report: " + errno_str());
+  if (!exists && errno != ENOENT) return out_error(path, "cannot write report: " + errno_str());
   if (exists && !S_ISREG(st.st_mode))
     return out_error(path, std::string("is ") + kind_of(st.st_mode) +
                                "; refusing to replace it with the report (expected a regular "
@@ -114,8 +116,8 @@ Status write_atomic(const std::string& path, const std::string& text) {
     if (fd < 0 && errno != EEXIST) break;
   }
   if (fd < 0)
-    return out_error(path, "cannot write report (is the folder there and writable?): " +
-                               errno_str());
+    return out_error(path,
+                     "cannot write report (is the folder there and writable?): " + errno_str());
   TmpGuard guard(tmp);
   auto fail = [&](const std::string& what) {
     int e = errno;
@@ -127,7 +129,8 @@ Status write_atomic(const std::string& path, const std::string& text) {
   if (exists && ::fchmod(fd, st.st_mode & 07777) != 0)
     return fail("cannot keep the file's permissions: " + errno_str());
   if (g_write_atomic_test_hook) g_write_atomic_test_hook(tmp);
-  if (auto w = write_all(fd, text); !w) return fail("cannot write report (disk full?): " + w.error().what);
+  if (auto w = write_all(fd, text); !w)
+    return fail("cannot write report (disk full?): " + w.error().what);
   if (::fsync(fd) != 0) return fail("cannot write report (fsync): " + errno_str());
   int rc = ::close(fd);
   fd = -1;

@@ -29,16 +29,16 @@ struct HostSlot {
 // What the reuse engine did with one slot this call.
 struct SlotWrite {
   BoHandle bo = 0;
-  size_t bo_bytes = 0;        // the BO's size, fixed at its first use
-  bool written = false;       // host write + sync happened this call
+  size_t bo_bytes = 0;   // the BO's size, fixed at its first use
+  bool written = false;  // host write + sync happened this call
   size_t written_bytes = 0;
   uint64_t written_hash = 0;  // XXH3-64 of the bytes written
 };
 
 struct Prepared {
   std::vector<SlotWrite> slots;
-  bool failed = false;   // the engine raised instead of running the kernel
-  std::string error;     // what it raised
+  bool failed = false;  // the engine raised instead of running the kernel
+  std::string error;    // what it raised
   size_t h2d_bytes = 0;
   int writes = 0;
   const PlanCall* shape_call = nullptr;  // whose slot shapes (and body) the kernel runs with
@@ -74,7 +74,7 @@ class ReuseEngine {
   Backend& b_;
   bool hash_writes_ = true;
   std::map<BoKeyId, const PlanCall*> keys_;  // key -> its first call
-  std::vector<BoHandle> bos_;  // by Placement::bo (kNone: not allocated yet)
+  std::vector<BoHandle> bos_;                // by Placement::bo (kNone: not allocated yet)
   std::map<BoHandle, LastChange> changed_;
   std::set<BoHandle> zero_byte_;  // BOs the real engine allocates with 0 bytes
 };

@@ -6,9 +6,8 @@
 // come from the plan.
 #include <cstring>
 
-#include "engine/engine.h"
-
 #include "core/hash.h"
+#include "engine/engine.h"
 
 namespace bod {
 
@@ -66,7 +65,8 @@ Prepared ReuseEngine::prepare(const PlanCall& c, const std::vector<HostSlot>& ho
   // The kernel runs with the first call's shapes only where every BO can hold them.
   if (p.shape_call != &c) {
     bool fits = p.shape_call->kernel == c.kernel;
-    for (size_t s = 0; fits && s < n; ++s) fits = p.shape_call->slot_bytes[s] <= p.slots[s].bo_bytes;
+    for (size_t s = 0; fits && s < n; ++s)
+      fits = p.shape_call->slot_bytes[s] <= p.slots[s].bo_bytes;
     if (!fits) p.shape_call = &c;
   }
   return p;
@@ -96,7 +96,8 @@ bool ReuseEngine::placeholder_write(const PlanCall& c, size_t s, bool skip, bool
   if (placeholder && arg.placeholder == Binding::Placeholder::empty && fresh) {
     zero_byte_.insert(w.bo);  // sizes come from this call's arrays: 0 bytes
     if (!not_run && !p.failed)
-      p.error = "slot " + name + " gets a 0-byte BO: the key's first call passes an empty "
+      p.error = "slot " + name +
+                " gets a 0-byte BO: the key's first call passes an empty "
                 "placeholder, so the kernel would read whatever the device holds; bo-doctor "
                 "does not model that launch";
     not_run = true;
@@ -113,8 +114,7 @@ bool ReuseEngine::bind(const PlanCall& c, int s, SlotWrite& w) {
   }
   auto at = static_cast<size_t>(place.bo);
   if (at >= bos_.size()) bos_.resize(at + 1, kNone);
-  if (bos_[at] == kNone)
-    bos_[at] = b_.alloc(BoDesc{place.bytes, s, c.kernel->name, place.label()});
+  if (bos_[at] == kNone) bos_[at] = b_.alloc(BoDesc{place.bytes, s, c.kernel->name, place.label()});
   w.bo = bos_[at];
   w.bo_bytes = b_.size(w.bo);
   return true;
@@ -131,9 +131,10 @@ void ReuseEngine::write(const PlanCall& c, size_t s, const HostSlot& host, SlotW
   w.written = true;
   w.written_bytes = nbytes;
   // The bytes written are the host array's when it was written whole: its hash is theirs.
-  w.written_hash = !hash_writes_                                    ? 0
-                   : host.hashed && host.data && nbytes == host.bytes ? host.hash
-                                                                      : hash_bytes(b_.host_bytes(w.bo), nbytes);
+  w.written_hash = !hash_writes_ ? 0
+                   : host.hashed && host.data && nbytes == host.bytes
+                       ? host.hash
+                       : hash_bytes(b_.host_bytes(w.bo), nbytes);
   changed_[w.bo] = LastChange{c.number, true};
   (void)s;
 }
@@ -159,8 +160,10 @@ std::vector<BoHandle> NoReuseEngine::prepare(const PlanCall& c, const std::vecto
   for (size_t s = 0; s < c.slot_bytes.size(); ++s) {
     BoHandle h =
         b_.alloc(BoDesc{c.slot_bytes[s], static_cast<int>(s), c.kernel->name, "no-reuse", true});
-    if (host[s].data) b_.write(h, host[s].data, c.slot_bytes[s], host[s].stable);
-    else std::memset(b_.map(h), 0, c.slot_bytes[s]);
+    if (host[s].data)
+      b_.write(h, host[s].data, c.slot_bytes[s], host[s].stable);
+    else
+      std::memset(b_.map(h), 0, c.slot_bytes[s]);
     b_.sync_to_device(h, c.slot_bytes[s]);
     h2d_bytes += c.slot_bytes[s];
     writes++;
@@ -190,7 +193,7 @@ DispatchInfo dispatch_body(Backend& b, const PlanCall& c, const std::vector<BoHa
   d.slot_shapes = shapes;
   if (k.access.size() == bos.size())
     for (const SlotAccess& a : k.access)
-      d.slot_use.push_back(!a.written                             ? SlotUse::read
+      d.slot_use.push_back(!a.written                              ? SlotUse::read
                            : a.overwritten && !a.read_before_write ? SlotUse::overwrite
                                                                    : SlotUse::write);
   const Body& body = k.body;

@@ -3,15 +3,17 @@
 #include "kernels/host_actions.h"
 
 #include <cmath>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 
 namespace bod {
 
 namespace {
 
-bool has(const OpCall& c, const char* role) { return c.operands.count(role) != 0; }
+bool has(const OpCall& c, const char* role) {
+  return c.operands.count(role) != 0;
+}
 
 std::string check_write_rows(const OpCall& c) {
   if (!has(c, "src") || !has(c, "out")) return "";
@@ -30,8 +32,8 @@ std::string check_write_rows(const OpCall& c) {
     char r[32];
     std::snprintf(r, sizeof r, "%.17g", row);
     return "write_rows: row " + std::string(r) + " with " + std::to_string(src.rows()) +
-           " src rows does not fit out " + shape_str(out.shape) + "; expected 0 <= row <= " +
-           std::to_string(last < 0 ? 0 : last);
+           " src rows does not fit out " + shape_str(out.shape) +
+           "; expected 0 <= row <= " + std::to_string(last < 0 ? 0 : last);
   }
   return "";
 }
@@ -58,7 +60,8 @@ std::pair<size_t, size_t> write_rows_part(const OpCall& c) {
 
 std::string check_argmax(const OpCall& c) {
   if (has(c, "out") && c.operand("out").dtype != DType::i32)
-    return "argmax: out must be an i32 var, found " + std::string(dtype_name(c.operand("out").dtype));
+    return "argmax: out must be an i32 var, found " +
+           std::string(dtype_name(c.operand("out").dtype));
   return "";
 }
 
@@ -93,7 +96,8 @@ std::string check_rope_lut(const OpCall& c) {
     return "rope_lut: out needs heads * an even head_dim columns, found " +
            std::to_string(out.cols()) + " for heads " + std::to_string(static_cast<int64_t>(heads));
   if (out.cols() % 2)
-    return "rope_lut: out needs an even number of columns (head_dim), found " + shape_str(out.shape);
+    return "rope_lut: out needs an even number of columns (head_dim), found " +
+           shape_str(out.shape);
   return "";
 }
 
@@ -114,7 +118,9 @@ std::string rope_lut(const OpCall& c, std::vector<int32_t>*) {
   return "";
 }
 
-std::string check_nothing(const OpCall&) { return ""; }
+std::string check_nothing(const OpCall&) {
+  return "";
+}
 
 std::string set(const OpCall& c, std::vector<int32_t>*) {
   const auto& out = c.operand("out");
@@ -127,7 +133,8 @@ std::string check_concat_cols(const OpCall& c) {
   if (!has(c, "src") || !has(c, "out")) return "";
   const auto& src = c.operand("src");
   const auto& out = c.operand("out");
-  if (src.shape.size() < 3) return "concat_cols: src must be [P, R, C], found " + shape_str(src.shape);
+  if (src.shape.size() < 3)
+    return "concat_cols: src must be [P, R, C], found " + shape_str(src.shape);
   int64_t P = src.shape[0], C = src.shape.back(), R = src.numel() / (P * C);
   if (out.rows() != R || out.cols() != P * C)
     return "concat_cols: out is " + shape_str(out.shape) + ", expected [" + std::to_string(R) +
@@ -141,8 +148,7 @@ std::string concat_cols(const OpCall& c, std::vector<int32_t>*) {
   int64_t P = src.shape[0], C = src.shape.back(), R = src.numel() / (P * C);
   for (int64_t p = 0; p < P; ++p)
     for (int64_t r = 0; r < R; ++r)
-      for (int64_t k = 0; k < C; ++k)
-        out.set(r * P * C + p * C + k, src.get((p * R + r) * C + k));
+      for (int64_t k = 0; k < C; ++k) out.set(r * P * C + p * C + k, src.get((p * R + r) * C + k));
   return "";
 }
 
@@ -150,28 +156,40 @@ std::string concat_cols(const OpCall& c, std::vector<int32_t>*) {
 
 const std::vector<OpInfo>& host_action_table() {
   static const std::vector<OpInfo> t = {
-      {"write_rows", "copy src's rows into out starting at row `row` (KV-cache append)",
+      {"write_rows",
+       "copy src's rows into out starting at row `row` (KV-cache append)",
        {{"src", true, Access::read}, {"out", true, Access::write}},
        {{"row", true, 0, "first destination row"}},
-       check_write_rows, write_rows, write_rows_part},
-      {"argmax", "out[0] = index of the largest value in src's last row (greedy decode)",
+       check_write_rows,
+       write_rows,
+       write_rows_part},
+      {"argmax",
+       "out[0] = index of the largest value in src's last row (greedy decode)",
        {{"src", true, Access::read}, {"out", true, Access::write}},
        {{"record", false, 1, "1: append the token to the run's token trace"}},
-       check_argmax, argmax},
-      {"rope_lut", "fill out [rows, heads*head_dim] with cos|sin for positions pos, pos+1, "
+       check_argmax,
+       argmax},
+      {"rope_lut",
+       "fill out [rows, heads*head_dim] with cos|sin for positions pos, pos+1, "
        "..., repeated for each of `heads` heads",
        {{"out", true, Access::write}},
-       {{"pos", true, 0, "position of row 0"}, {"theta", false, 10000, "RoPE base"},
+       {{"pos", true, 0, "position of row 0"},
+        {"theta", false, 10000, "RoPE base"},
         {"heads", false, 1, "copies of the row per head (the real kernels' tiled LUTs)"}},
-       check_rope_lut, rope_lut},
-      {"set", "fill every element of out with value",
+       check_rope_lut,
+       rope_lut},
+      {"set",
+       "fill every element of out with value",
        {{"out", true, Access::write}},
        {{"value", true, 0, "the value"}},
-       check_nothing, set},
-      {"concat_cols", "out [R, P*C] = the P blocks of src [P, R, C] side by side",
+       check_nothing,
+       set},
+      {"concat_cols",
+       "out [R, P*C] = the P blocks of src [P, R, C] side by side",
        {{"src", true, Access::read}, {"out", true, Access::write}},
        {},
-       check_concat_cols, concat_cols},
+       check_concat_cols,
+       concat_cols},
   };
   return t;
 }

@@ -13,8 +13,12 @@ std::string num(double v) {
   if (v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<int64_t>(v));
   return std::to_string(v);
 }
-std::string num(int64_t v) { return std::to_string(v); }
-std::string first(std::string a, std::string b) { return a.empty() ? b : a; }
+std::string num(int64_t v) {
+  return std::to_string(v);
+}
+std::string first(std::string a, std::string b) {
+  return a.empty() ? b : a;
+}
 
 // Helper bound to one call; every check returns "" or the message without the op prefix.
 struct Checker {
@@ -46,8 +50,8 @@ struct Checker {
     if (v >= 1 && v < 2147483648.0 && v == std::floor(v) &&
         (!even || static_cast<int64_t>(v) % 2 == 0))
       return "";
-    return std::string(name) + " is " + num(v) + "; expected a positive " +
-           (even ? "even " : "") + "integer";
+    return std::string(name) + " is " + num(v) + "; expected a positive " + (even ? "even " : "") +
+           "integer";
   }
   std::string dtypes() const {
     if (c.info->any_dtype) return "";
@@ -73,8 +77,8 @@ struct Checker {
              (tb ? "columns" : "rows") + " == " + num(K) +
              (tb ? " (transpose_b=1: b is [N,K])" : " (b is [K,N])");
     if (out.rows() != M || out.cols() != N)
-      return is("out") + " but " + is("a") + " and " + is("b") +
-             (tb ? " (transposed)" : "") + "; expected out [" + num(M) + "," + num(N) + "]";
+      return is("out") + " but " + is("a") + " and " + is("b") + (tb ? " (transposed)" : "") +
+             "; expected out [" + num(M) + "," + num(N) + "]";
     return numel_eq("bias", N, "out has " + num(N) + " columns");
   }
   std::string norm() const {
@@ -93,8 +97,8 @@ struct Checker {
              "; expected x columns to be a multiple of head_dim";
     if (lut.rows() != x.rows() || (lut.cols() != hd && lut.cols() != x.cols()))
       return is("lut") + " but " + is("x") + " and head_dim is " + num(hd) + "; expected lut [" +
-             num(x.rows()) + "," + num(hd) + "] (one cos|sin row per x row) or [" +
-             num(x.rows()) + "," + num(x.cols()) + "] (that row repeated for every head)";
+             num(x.rows()) + "," + num(hd) + "] (one cos|sin row per x row) or [" + num(x.rows()) +
+             "," + num(x.cols()) + "] (that row repeated for every head)";
     return same2d("out", "x");
   }
   std::string attention() const {

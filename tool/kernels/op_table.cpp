@@ -144,8 +144,8 @@ double OpCall::param(const std::string& n) const {
   if (info)
     for (const auto& p : info->params)
       if (n == p.name) return p.default_value;
-  throw std::logic_error(std::string("op ") + (info ? info->name : "?") +
-                         " has no param named " + n);
+  throw std::logic_error(std::string("op ") + (info ? info->name : "?") + " has no param named " +
+                         n);
 }
 
 int64_t rows_written(const OpCall& call) {

@@ -16,9 +16,9 @@ enum class Access { read, write };
 
 // One operand of an op, referring to a kernel slot by name in model.json.
 struct OperandSpec {
-  const char* role;   // field name in the op object, e.g. "a", "out"
+  const char* role;  // field name in the op object, e.g. "a", "out"
   bool required;
-  Access access;      // write operands are outputs; `accumulate`/`rows` make writes partial
+  Access access;  // write operands are outputs; `accumulate`/`rows` make writes partial
 };
 
 // One numeric parameter; model.json gives a number or a dim expression.

@@ -19,7 +19,9 @@ std::vector<float> load_vec(const TensorRef& t, int64_t n = -1);
 // Element i of an i32 tensor, read raw (no float round trip).
 int32_t load_i32(const TensorRef& t, int64_t i);
 
-inline bool is_float(DType t) { return t == DType::bf16 || t == DType::f32; }
+inline bool is_float(DType t) {
+  return t == DType::bf16 || t == DType::f32;
+}
 
 // The op table's columns (op_table.cpp): each reference op's own shape check (op_shapes.cpp)
 // and implementation (ops.cpp, ops_matmul.cpp).

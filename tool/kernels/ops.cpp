@@ -17,7 +17,9 @@ void load_f32(const TensorRef& t, int64_t off, int64_t n, float* dst) {
   if (n <= 0) return;
   const uint8_t* p = t.data + off * static_cast<int64_t>(dtype_size(t.dtype));
   switch (t.dtype) {
-    case DType::f32: std::memcpy(dst, p, static_cast<size_t>(n) * 4); return;
+    case DType::f32:
+      std::memcpy(dst, p, static_cast<size_t>(n) * 4);
+      return;
     case DType::bf16:
       for (int64_t i = 0; i < n; ++i) {
         uint16_t h;
@@ -52,7 +54,9 @@ void store_f32(const TensorRef& t, int64_t off, int64_t n, const float* src) {
   if (n <= 0) return;
   uint8_t* p = t.data + off * static_cast<int64_t>(dtype_size(t.dtype));
   switch (t.dtype) {
-    case DType::f32: std::memmove(p, src, static_cast<size_t>(n) * 4); return;
+    case DType::f32:
+      std::memmove(p, src, static_cast<size_t>(n) * 4);
+      return;
     case DType::bf16:
       for (int64_t i = 0; i < n; ++i) {
         const uint16_t h = f32_to_bf16(src[i]);
@@ -143,7 +147,8 @@ void run_rope(const OpCall& c) {
   const int64_t rows = rows_written(c), C = x.cols();
   const auto hd = static_cast<int64_t>(c.param("head_dim")), half = hd / 2;
   const int64_t L = lut.cols();  // head_dim (one table for every head) or C (one per head)
-  std::vector<float> in(static_cast<size_t>(C)), o(static_cast<size_t>(C)), cs(static_cast<size_t>(L));
+  std::vector<float> in(static_cast<size_t>(C)), o(static_cast<size_t>(C)),
+      cs(static_cast<size_t>(L));
   for (int64_t r = 0; r < rows; ++r) {
     load_f32(x, r * C, C, in.data());
     load_f32(lut, r * L, L, cs.data());
@@ -181,8 +186,10 @@ void run_embedding(const OpCall& c) {
   std::vector<float> row(static_cast<size_t>(E));
   for (int64_t r = 0; r < rows; ++r) {
     const int32_t id = detail::load_i32(ids, r);
-    if (id >= 0 && id < V) load_f32(table, id * E, E, row.data());
-    else std::fill(row.begin(), row.end(), std::numeric_limits<float>::quiet_NaN());
+    if (id >= 0 && id < V)
+      load_f32(table, id * E, E, row.data());
+    else
+      std::fill(row.begin(), row.end(), std::numeric_limits<float>::quiet_NaN());
     store_f32(out, r * E, E, row.data());
   }
 }

@@ -50,8 +50,10 @@ void run_gemm(const OpCall& c) {
     C.setZero();
   } else if (f32_aligned(b)) {
     const auto* bp = reinterpret_cast<const float*>(b.data);
-    if (tb) C.noalias() = A * ConstMap(bp, N, K).transpose();
-    else C.noalias() = A * ConstMap(bp, K, N);
+    if (tb)
+      C.noalias() = A * ConstMap(bp, N, K).transpose();
+    else
+      C.noalias() = A * ConstMap(bp, K, N);
   } else {
     // Convert b one block of output columns (~4 MB of f32) at a time: a whole f32 copy of a
     // large weight would cost more (memory, page faults) than the product itself.
@@ -62,7 +64,7 @@ void run_gemm(const OpCall& c) {
       if (tb) {  // rows n0.. of b [N,K] are contiguous
         load_f32(b, n0 * K, nn * K, blk);
         C.middleCols(n0, nn).noalias() = A * ConstMap(blk, nn, K).transpose();
-      } else {   // columns n0.. of b [K,N]: nn elements from each of the K rows
+      } else {  // columns n0.. of b [K,N]: nn elements from each of the K rows
         for (int64_t k = 0; k < K; ++k) load_f32(b, k * N + n0, nn, blk + k * nn);
         C.middleCols(n0, nn).noalias() = A * ConstMap(blk, K, nn);
       }

@@ -15,7 +15,7 @@ namespace bod {
 using Env = std::map<std::string, int64_t>;
 
 // Hostile-input limits (docs/model-format.md §13): the parser and evaluator recurse.
-constexpr int kMaxExprDepth = 64;       // nested parentheses / unary minus
+constexpr int kMaxExprDepth = 64;        // nested parentheses / unary minus
 constexpr size_t kMaxExprLength = 4096;  // characters in one expression
 
 class Expr {

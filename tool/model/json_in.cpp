@@ -1,12 +1,12 @@
 #include "model/json_in.h"
 
-#include "core/suggest.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+
+#include "core/suggest.h"
 
 namespace bod {
 
@@ -15,7 +15,8 @@ Error safe_error(Error e) {
   size_t b = 0;
   for (;;) {  // each pointer segment (or the whole of a plain file path) on its own
     size_t slash = e.where.find('/', b);
-    where += excerpt(std::string_view(e.where).substr(b, slash == std::string::npos ? slash : slash - b));
+    where += excerpt(
+        std::string_view(e.where).substr(b, slash == std::string::npos ? slash : slash - b));
     if (slash == std::string::npos) break;
     where += '/';
     b = slash + 1;
@@ -32,7 +33,6 @@ Error bad(const std::string& path, const std::string& what) {
 Error expected(const std::string& path, const std::string& what, const json& found) {
   return Error{path, expected_text(what, found)};
 }
-
 
 Result<std::string> get_string(const json& j, const std::string& path) {
   if (!j.is_string()) return expected(path, "a string", j);
@@ -52,8 +52,9 @@ Result<double> get_number(const json& j, const std::string& path) {
 }
 
 Result<Expr> get_expr(const json& j, const std::string& path) {
-  const std::string range = "; expected an integer from -2^63 to 2^63-1 (-9223372036854775808 to "
-                            "9223372036854775807)";
+  const std::string range =
+      "; expected an integer from -2^63 to 2^63-1 (-9223372036854775808 to "
+      "9223372036854775807)";
   if (j.is_number_unsigned() && j.get<uint64_t>() > uint64_t(INT64_MAX))
     return bad(path, "integer " + json_short(j) + " is out of range" + range);
   if (j.is_number_integer()) return Expr::constant(j.get<int64_t>());

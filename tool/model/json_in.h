@@ -15,7 +15,7 @@ namespace bod {
 using json = nlohmann::ordered_json;
 
 // Limits on hostile input (docs/model-format.md §13).
-constexpr size_t kMaxJsonDepth = 256;   // nesting of [ and { in model.json
+constexpr size_t kMaxJsonDepth = 256;  // nesting of [ and { in model.json
 
 // The same for a whole error: every segment of a JSON pointer `where` is excerpted, control
 // characters in `what` are escaped (its quoted parts are capped where they are quoted).

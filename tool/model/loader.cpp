@@ -1,6 +1,12 @@
 // model.json top level: format/version, dims, tensors, vars, verify; then kernels and the
 // program (loader_kernels.cpp, loader_program.cpp).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -8,13 +14,6 @@
 
 #include "core/input_file.h"
 #include "model/loader_internal.h"
-
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 
 namespace bod {
 
@@ -84,7 +83,8 @@ Result<Shape> eval_shape(const json& j, const std::string& path, const Env& dims
 Result<DType> get_dtype(const json& j, const std::string& path) {
   BOD_TRY(std::string s, get_string(j, path));
   auto d = parse_dtype(s);
-  if (!d) return bad(path, "unknown dtype '" + excerpt(s) + "'; expected one of bf16, f32, i32, i8");
+  if (!d)
+    return bad(path, "unknown dtype '" + excerpt(s) + "'; expected one of bf16, f32, i32, i8");
   return *d;
 }
 
@@ -140,7 +140,8 @@ Status parse_tensors(LoadCtx& c, const json& j, const std::string& path, bool is
     const json& t = it.value();
     if (!valid_name(it.key())) return bad(p, "bad name '" + excerpt(it.key()) + "'");
     if (c.m.tensor(it.key()) || c.m.var(it.key()))
-      return bad(p, "'" + excerpt(it.key()) + "' is declared twice (tensors and vars share one namespace)");
+      return bad(p, "'" + excerpt(it.key()) +
+                        "' is declared twice (tensors and vars share one namespace)");
     BOD_CHECK(require_object(t, p));
     if (is_var) {
       BOD_CHECK(only_keys(t, p, {"dtype", "shape", "init", "doc"}));
@@ -273,7 +274,8 @@ Result<InitSpec> parse_init(const json& j, const std::string& path) {
     BOD_CHECK(field("start", 0, s.a));
     BOD_CHECK(field("step", 1, s.b));
   } else {
-    return bad(p, "unknown init '" + excerpt(it.key()) + "'; expected normal, uniform, constant or range");
+    return bad(
+        p, "unknown init '" + excerpt(it.key()) + "'; expected normal, uniform, constant or range");
   }
   return s;
 }
@@ -287,8 +289,10 @@ static size_t too_deep_at(const std::string& text, size_t limit) {
   for (size_t i = 0; i < text.size(); ++i) {
     char ch = text[i];
     if (in_string) {
-      if (ch == '\\') ++i;
-      else if (ch == '"') in_string = false;
+      if (ch == '\\')
+        ++i;
+      else if (ch == '"')
+        in_string = false;
     } else if (ch == '"') {
       in_string = true;
     } else if (ch == '[' || ch == '{') {
@@ -314,13 +318,15 @@ static Status parse_suppressions(const json& j, const std::string& path,
     if (!j[i].contains("check")) return bad(at(p, "check"), "missing; expected a check id");
     BOD_TRY(d.check, get_string(j[i]["check"], at(p, "check")));
     for (auto [key, field] : {std::pair<const char*, std::string*>{"kernel", &d.kernel},
-                              {"bo_key", &d.bo_key}, {"slot", &d.slot}})
+                              {"bo_key", &d.bo_key},
+                              {"slot", &d.slot}})
       if (j[i].contains(key)) {
         BOD_TRY(*field, get_string(j[i][key], at(p, key)));
       }
     if (!j[i].contains("reason"))
-      return bad(at(p, "reason"), "missing; a suppression needs a reason (why the finding is "
-                                  "accepted), e.g. \"reason\": \"scratch, rewritten before read\"");
+      return bad(at(p, "reason"),
+                 "missing; a suppression needs a reason (why the finding is "
+                 "accepted), e.g. \"reason\": \"scratch, rewritten before read\"");
     BOD_TRY(d.reason, get_string(j[i]["reason"], at(p, "reason")));
     if (d.reason.find_first_not_of(" \t") == std::string::npos)
       return bad(at(p, "reason"), "empty; a suppression needs a reason");
@@ -380,8 +386,9 @@ static Result<Model> parse_model_text(const std::string& text, const std::string
                  what + "; expected a number within the range of a double (about +-1.8e308)"};
   }
   if (!dup.empty())
-    return Error{dup, "this key appears twice in one object; JSON keeps only the last one, so "
-                      "say it once"};
+    return Error{dup,
+                 "this key appears twice in one object; JSON keeps only the last one, so "
+                 "say it once"};
   Model m;
   m.path = path;
   m.dir = fs::path(path).parent_path().string();
@@ -430,8 +437,8 @@ Result<Model> parse_model(const std::string& text, const std::string& path) {
 Result<Model> load_model(const std::string& path) {
   // A regular file only (/dev/zero would be read without end, a FIFO would block), its size
   // capped before it is read (docs/model-format.md §13).
-  BOD_TRY(std::string text, read_regular_file(path, "model file", "a model.json file",
-                                              kMaxModelFileBytes, "64 MiB"));
+  BOD_TRY(std::string text,
+          read_regular_file(path, "model file", "a model.json file", kMaxModelFileBytes, "64 MiB"));
   return parse_model(text, path);
 }
 

@@ -85,12 +85,15 @@ Status parse_operand(const std::string& text, const std::string& path,
   name = text.substr(0, open);
   if (open == std::string::npos) return ok_status();
   if (text.back() != ']' || text.find('[', open + 1) != std::string::npos)
-    return bad(path, "bad operand '" + excerpt(text) + "'; expected slot, slot[r], slot[a:b] or slot[a:b:k]");
+    return bad(path, "bad operand '" + excerpt(text) +
+                         "'; expected slot, slot[r], slot[a:b] or slot[a:b:k]");
   std::string inner = text.substr(open + 1, text.size() - open - 2);
   std::vector<std::string> parts{""};
   for (char ch : inner) {
-    if (ch == ':') parts.emplace_back();
-    else parts.back() += ch;
+    if (ch == ':')
+      parts.emplace_back();
+    else
+      parts.back() += ch;
   }
   if (parts.size() > 3 || (parts.size() == 1 && parts[0].empty()))
     return bad(path, "bad row range in '" + excerpt(text) + "'; expected [r], [a:b] or [a:b:k]");
@@ -150,7 +153,8 @@ Status parse_kernel(LoadCtx& c, KernelDecl& k, const json& j, const std::string&
     for (size_t i = 0; i < j["params"].size(); ++i) {
       BOD_TRY(std::string n, get_string(j["params"][i], at(at(path, "params"), i)));
       if (c.m.dims.count(n))
-        return bad(at(at(path, "params"), i), "kernel param '" + excerpt(n) + "' hides the dim of that name");
+        return bad(at(at(path, "params"), i),
+                   "kernel param '" + excerpt(n) + "' hides the dim of that name");
       k.params.push_back(n);
       scope.push_back(n);
     }
@@ -171,7 +175,8 @@ Status parse_kernel(LoadCtx& c, KernelDecl& k, const json& j, const std::string&
       std::string lp = at(at(path, "locals"), i);
       BOD_TRY(SlotDecl s, parse_slot(j["locals"][i], lp, scope));
       if (k.slot_index(s.name) >= 0 || k.local_index(s.name) >= 0)
-        return bad(at(lp, "name"), "duplicate name '" + excerpt(s.name) + "' (slots and locals share names)");
+        return bad(at(lp, "name"),
+                   "duplicate name '" + excerpt(s.name) + "' (slots and locals share names)");
       k.locals.push_back(std::move(s));
     }
   }
@@ -187,7 +192,8 @@ Status parse_kernel(LoadCtx& c, KernelDecl& k, const json& j, const std::string&
     d.info = find_op(name);
     d.path = op_path;
     if (!d.info)
-      return bad(at(op_path, "op"), "unknown op '" + excerpt(name) + "'; expected one of " + op_names());
+      return bad(at(op_path, "op"),
+                 "unknown op '" + excerpt(name) + "'; expected one of " + op_names());
     BOD_CHECK(parse_op_fields(o, op_path, *d.info, scope, d.params, d.operands));
     for (auto& [role, slot] : d.operands) {
       std::optional<RowRange> rows;

@@ -1,8 +1,8 @@
 // model.json "program": phases, loops, kernel calls with their reuse settings, host steps.
 #include <algorithm>
 
-#include "kernels/host_actions.h"
 #include "core/suggest.h"
+#include "kernels/host_actions.h"
 #include "model/loader_internal.h"
 
 namespace bod {
@@ -18,8 +18,10 @@ Result<Binding> parse_binding(const LoadCtx& c, const json& j, const std::string
     b.kind = Binding::Kind::placeholder;
     if (j.contains("as")) {
       BOD_TRY(std::string as, get_string(j["as"], at(path, "as")));
-      if (as == "empty") b.placeholder = Binding::Placeholder::empty;
-      else if (as == "broadcast") b.placeholder = Binding::Placeholder::broadcast;
+      if (as == "empty")
+        b.placeholder = Binding::Placeholder::empty;
+      else if (as == "broadcast")
+        b.placeholder = Binding::Placeholder::broadcast;
       else if (as != "zeros")
         return bad(at(path, "as"), "unknown placeholder kind '" + excerpt(as) +
                                        "'; expected zeros, empty (np.empty(0)) or broadcast "
@@ -43,9 +45,10 @@ Result<Binding> parse_binding(const LoadCtx& c, const json& j, const std::string
     if (colon != std::string::npos) {
       parts.push_back(inner.substr(colon + 1));
       if (parts[1].find(':') != std::string::npos)
-        return bad(path, "strided range in '" + excerpt(text) + "': a host array passed with a step is "
-                         "not C-contiguous (the real engine refuses to write it); ranges are "
-                         "[a:b]");
+        return bad(path, "strided range in '" + excerpt(text) +
+                             "': a host array passed with a step is "
+                             "not C-contiguous (the real engine refuses to write it); ranges are "
+                             "[a:b]");
       if (parts[0].empty() || parts[1].empty())
         return bad(path, "row range in '" + excerpt(text) + "' needs both ends: [a:b]");
     }
@@ -67,7 +70,8 @@ Result<Binding> parse_binding(const LoadCtx& c, const json& j, const std::string
     }
     lb = rb + 1 < text.size() ? rb + 1 : std::string::npos;
     if (lb != std::string::npos && text[lb] != '[')
-      return bad(path, "unexpected '" + excerpt(text.substr(lb)) + "' after index in '" + excerpt(text) + "'");
+      return bad(path, "unexpected '" + excerpt(text.substr(lb)) + "' after index in '" +
+                           excerpt(text) + "'");
   }
   const Shape* shape = nullptr;
   if (auto* t = c.m.tensor(b.name)) {
@@ -83,15 +87,15 @@ Result<Binding> parse_binding(const LoadCtx& c, const json& j, const std::string
     for (auto& t : c.m.tensors) names.push_back(t.name);
     for (auto& v : c.m.vars) names.push_back(v.name);
     return bad(path, "unknown tensor or var '" + excerpt(b.name) + "'" +
-                         did_you_mean(b.name, names) + " (tensors and vars: " +
-                         name_list(names) + ")");
+                         did_you_mean(b.name, names) + " (tensors and vars: " + name_list(names) +
+                         ")");
   }
   if (b.row_stop && b.index.size() >= shape->size())
-    return bad(path, "'" + excerpt(text) + "' has no dimension left for its row range; " + b.name + " is " +
-                         shape_str(*shape));
+    return bad(path, "'" + excerpt(text) + "' has no dimension left for its row range; " + b.name +
+                         " is " + shape_str(*shape));
   if (b.index.size() >= shape->size() && !b.index.empty())
-    return bad(path, "'" + excerpt(text) + "' has " + std::to_string(b.index.size()) + " indices but " +
-                         b.name + " is " + shape_str(*shape) +
+    return bad(path, "'" + excerpt(text) + "' has " + std::to_string(b.index.size()) +
+                         " indices but " + b.name + " is " + shape_str(*shape) +
                          "; expected fewer indices than dims");
   return b;
 }
@@ -118,8 +122,7 @@ Result<SlotRef> parse_slot_ref(const KernelDecl& k, const json& j, const std::st
   }
   if (!j.is_string()) return expected(path, "a slot index or slot name", j);
   r.index = k.slot_index(j.get<std::string>());
-  if (r.index < 0)
-    return bad(path, unknown_slot(k, j.get<std::string>()));
+  if (r.index < 0) return bad(path, unknown_slot(k, j.get<std::string>()));
   return r;
 }
 
@@ -175,11 +178,10 @@ Status parse_keep(LoadCtx& c, const json& keep, const std::string& kp, const Sco
 }
 
 Result<CallDecl> parse_call(LoadCtx& c, const json& j, const std::string& path, const Scope& s) {
-  BOD_CHECK(
-      only_keys(j, path,
-                {"call", "args", "params", "static_input_indices", "intermediate_indices",
-                 "output_indices", "bo_key", "shared_nonstatic", "shared_alias", "keep", "cache",
-                 "doc"}));
+  BOD_CHECK(only_keys(
+      j, path,
+      {"call", "args", "params", "static_input_indices", "intermediate_indices", "output_indices",
+       "bo_key", "shared_nonstatic", "shared_alias", "keep", "cache", "doc"}));
   CallDecl d;
   d.path = path;
   BOD_TRY(std::string kn, get_string(j["call"], at(path, "call")));
@@ -196,8 +198,7 @@ Result<CallDecl> parse_call(LoadCtx& c, const json& j, const std::string& path, 
     BOD_CHECK(require_object(j["args"], ap));
     for (auto it = j["args"].begin(); it != j["args"].end(); ++it) {
       int slot = k.slot_index(it.key());
-      if (slot < 0)
-        return bad(at(ap, it.key()), unknown_slot(k, it.key()));
+      if (slot < 0) return bad(at(ap, it.key()), unknown_slot(k, it.key()));
       BOD_TRY(d.args[slot], parse_binding(c, it.value(), at(ap, it.key()), s.names));
     }
   }
@@ -206,12 +207,14 @@ Result<CallDecl> parse_call(LoadCtx& c, const json& j, const std::string& path, 
     BOD_CHECK(require_object(j["params"], pp));
     for (auto it = j["params"].begin(); it != j["params"].end(); ++it) {
       if (std::find(k.params.begin(), k.params.end(), it.key()) == k.params.end())
-        return bad(at(pp, it.key()), "kernel " + excerpt(kn) + " has no param '" + excerpt(it.key()) + "'");
+        return bad(at(pp, it.key()),
+                   "kernel " + excerpt(kn) + " has no param '" + excerpt(it.key()) + "'");
       BOD_TRY(d.params[it.key()], get_scoped_expr(it.value(), at(pp, it.key()), s.names));
     }
   }
   for (auto& p : k.params)
-    if (!d.params.count(p)) return bad(path, "missing value for kernel param '" + p + "' of " + excerpt(kn));
+    if (!d.params.count(p))
+      return bad(path, "missing value for kernel param '" + p + "' of " + excerpt(kn));
   if (j.contains("static_input_indices")) {
     BOD_TRY(d.static_inputs,
             parse_slot_list(k, j["static_input_indices"], at(path, "static_input_indices")));
@@ -240,8 +243,7 @@ Result<CallDecl> parse_call(LoadCtx& c, const json& j, const std::string& path, 
       std::string key = it.key();
       bool digits = !key.empty() && std::all_of(key.begin(), key.end(), ::isdigit);
       int slot = digits ? std::stoi(key.substr(0, 7)) : k.slot_index(key);
-      if (slot < 0)
-        return bad(at(ap, key), unknown_slot(k, key));
+      if (slot < 0) return bad(at(ap, key), unknown_slot(k, key));
       BOD_TRY(std::string pool, get_string(it.value(), at(ap, key)));
       BOD_CHECK(check_template(pool, at(ap, key), s));
       d.shared_alias[slot] = pool;
@@ -282,7 +284,8 @@ Result<LoopDecl> parse_loop(LoadCtx& c, const json& j, const std::string& path, 
   l.path = path;
   BOD_TRY(l.var, get_string(j["loop"], at(path, "loop")));
   if (std::find(s.names.begin(), s.names.end(), l.var) != s.names.end())
-    return bad(at(path, "loop"), "loop variable '" + excerpt(l.var) + "' shadows a dim or outer variable");
+    return bad(at(path, "loop"),
+               "loop variable '" + excerpt(l.var) + "' shadows a dim or outer variable");
   if (!j.contains("range")) return bad(path, "missing field 'range' (a count or [begin, end])");
   std::string rp = at(path, "range");
   if (j["range"].is_array()) {
@@ -354,7 +357,8 @@ Status parse_program(LoadCtx& c, const json& j, const std::string& path) {
     if (ph.contains("var")) {
       BOD_TRY(d.token_var, get_string(ph["var"], at(p, "var")));
       if (c.m.dims.count(d.token_var))
-        return bad(at(p, "var"), "token variable '" + excerpt(d.token_var) + "' hides the dim of that name");
+        return bad(at(p, "var"),
+                   "token variable '" + excerpt(d.token_var) + "' hides the dim of that name");
       s.names.push_back(d.token_var);
     }
     if (!ph.contains("steps")) return bad(p, "missing field 'steps'");

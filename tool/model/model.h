@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/npu_binary.h"
 #include "core/tensor.h"
 #include "kernels/op_table.h"
 #include "model/expr.h"
 #include "model/init.h"
-#include "core/npu_binary.h"
 
 namespace bod {
 
@@ -49,7 +49,7 @@ struct RowRange {
   bool single = false;  // [r]: one row, shape [cols]
   Expr start, step;
   std::optional<Expr> stop;  // absent: the operand's row count
-  std::string text;     // as written, "[0::2]"
+  std::string text;          // as written, "[0::2]"
 };
 
 // One reference op of a kernel body or a host step; operands name slots or kernel locals
@@ -57,7 +57,7 @@ struct RowRange {
 struct OpDecl {
   const OpInfo* info = nullptr;
   std::map<std::string, std::string> operands;  // role -> slot / local name, binding text
-  std::map<std::string, RowRange> rows;          // kernel body: role -> rows of the operand
+  std::map<std::string, RowRange> rows;         // kernel body: role -> rows of the operand
   std::map<std::string, Param> params;
   std::string path;
 };
@@ -178,9 +178,9 @@ struct Model {
 
 // Limits on hostile input (docs/model-format.md §13; the JSON and expression ones are in
 // model/json_in.h and model/expr.h, the expansion ones in ExpandOptions).
-constexpr int64_t kMaxElements = int64_t(1) << 40;         // one tensor, var or slot shape
+constexpr int64_t kMaxElements = int64_t(1) << 40;           // one tensor, var or slot shape
 constexpr uint64_t kMaxModelFileBytes = uint64_t(64) << 20;  // model.json, checked before reading
-constexpr int kMaxLoopDepth = 32;                          // loops nested in the program
+constexpr int kMaxLoopDepth = 32;                            // loops nested in the program
 
 // Reads and validates model.json. Errors carry the JSON pointer of the offending value.
 Result<Model> load_model(const std::string& path);

@@ -66,7 +66,8 @@ class InFile {
     if (::fstat(fd_, &st) != 0) return fail(path_, "cannot stat: " + errno_str());
     if (S_ISDIR(st.st_mode)) return fail(path_, "is a directory, expected a tensor file");
     if (!S_ISREG(st.st_mode))
-      return fail(path_, "is not a regular file (a device, FIFO or socket), expected a tensor file");
+      return fail(path_,
+                  "is not a regular file (a device, FIFO or socket), expected a tensor file");
     size_ = static_cast<uint64_t>(st.st_size);
     return ok_status();
   }
@@ -474,9 +475,9 @@ Status load_or_check(const std::string& path, const std::string& format, const s
     // bf16 only needs more): checked on the file's size, before the caller allocates.
     uint64_t declared = *safe_bytes(shape, dtype_size(dtype));
     if (size_first && f.size() < declared)
-      return fail(path, "truncated: declared as shape " + shape_str(shape) + " " + dtype_name(dtype) + " = " +
-                            std::to_string(declared) + " bytes, but the file holds only " +
-                            std::to_string(f.size()) +
+      return fail(path, "truncated: declared as shape " + shape_str(shape) + " " +
+                            dtype_name(dtype) + " = " + std::to_string(declared) +
+                            " bytes, but the file holds only " + std::to_string(f.size()) +
                             " bytes; expected a file with the whole tensor");
     if (format == "bin") return load_bin(f, path, dtype, shape, dst);
     if (format == "npy") return load_npy(f, path, dtype, shape, dst);
@@ -495,8 +496,8 @@ Status load_tensor_file(const std::string& path, const std::string& format, cons
   return load_or_check(path, format, key, dtype, shape, dst, false);
 }
 
-Status check_tensor_file(const std::string& path, const std::string& format,
-                         const std::string& key, DType dtype, const Shape& shape) {
+Status check_tensor_file(const std::string& path, const std::string& format, const std::string& key,
+                         DType dtype, const Shape& shape) {
   return load_or_check(path, format, key, dtype, shape, nullptr, true);
 }
 

@@ -32,8 +32,8 @@ Status load_tensor_file(const std::string& path, const std::string& format, cons
 // a regular file at least numel(shape) * dtype_size(dtype) bytes long (checked first, on its
 // size: "declared as ... = N bytes, but the file holds only M bytes"), then its header, dtype,
 // shape and data size. Callers run it before allocating the tensor.
-Status check_tensor_file(const std::string& path, const std::string& format,
-                         const std::string& key, DType dtype, const Shape& shape);
+Status check_tensor_file(const std::string& path, const std::string& format, const std::string& key,
+                         DType dtype, const Shape& shape);
 
 // Writes `n` raw bytes to `path` (a "bin" tensor file).
 Status save_bin(const std::string& path, const uint8_t* bytes, size_t n);

@@ -102,8 +102,8 @@ Result<OperandPlace> place_operand(const KernelDecl& k, const OpDecl& d, const s
   if (r->second.stop) {
     BOD_TRY(stop, value(*r->second.stop));
   }
-  std::string what = "rows " + r->second.text + " of " + name + " (" + std::to_string(p.total_rows) +
-                     " rows of " + std::to_string(p.cols) + ")";
+  std::string what = "rows " + r->second.text + " of " + name + " (" +
+                     std::to_string(p.total_rows) + " rows of " + std::to_string(p.cols) + ")";
   if (p.step < 1) return Error{path, what + ": the step must be at least 1"};
   if (p.row0 < 0 || stop > p.total_rows || p.row0 >= stop)
     return Error{path, what + ": expected 0 <= start < stop <= " + std::to_string(p.total_rows)};
@@ -126,7 +126,8 @@ Result<Body> bind_body(const KernelDecl& k, const Env& env, const std::vector<Sh
     for (auto& e : l.shape) {
       auto v = e.eval(env);
       if (!v) return Error{k.path + "/locals", v.error().what};
-      if (v.value() < 0) return Error{k.path + "/locals", "local " + l.name + " has a negative dimension"};
+      if (v.value() < 0)
+        return Error{k.path + "/locals", "local " + l.name + " has a negative dimension"};
       t.shape.push_back(v.value());
     }
     b.locals.push_back(std::move(t));
@@ -197,7 +198,8 @@ std::vector<SlotAccess> analyze_access(const Body& b, size_t n_slots) {
   }
   for (size_t s = 0; s < n_slots; ++s) {
     bool clean = true;  // no row it writes was read before it was written
-    for (size_t r = 0; r < written[s].size() && clean; ++r) clean = !(written[s][r] && read_stale[s][r]);
+    for (size_t r = 0; r < written[s].size() && clean; ++r)
+      clean = !(written[s][r] && read_stale[s][r]);
     a[s].rewritten_before_read = a[s].written && clean;
     a[s].total_rows = static_cast<int64_t>(written[s].size());
     for (size_t r = 0; r < written[s].size();) {

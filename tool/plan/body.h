@@ -19,8 +19,8 @@ struct OperandPlace {
 };
 
 struct BodyOp {
-  OpCall call;                               // operands carry shape/dtype; data set at run time
-  std::map<std::string, OperandPlace> at;    // role -> where its data lies
+  OpCall call;                             // operands carry shape/dtype; data set at run time
+  std::map<std::string, OperandPlace> at;  // role -> where its data lies
 };
 
 struct Body {

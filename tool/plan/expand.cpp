@@ -3,9 +3,8 @@
 #include <set>
 #include <tuple>
 
-#include "plan/plan.h"
-
 #include "kernels/host_actions.h"
+#include "plan/plan.h"
 
 namespace bod {
 
@@ -56,8 +55,8 @@ Result<TensorRef> bound_type(const Model& m, const BoundArray& b) {
     if (b.row0 < 0 || b.nrows < 1 || b.row0 + b.nrows > t.shape[0])
       return Error{"", "rows " + std::to_string(b.row0) + ".." + std::to_string(b.row0 + b.nrows) +
                            " of '" + b.text + "' are out of range; the region is " +
-                           shape_str(t.shape) + " (expected 0 <= a < b <= " +
-                           std::to_string(t.shape[0]) + ")"};
+                           shape_str(t.shape) +
+                           " (expected 0 <= a < b <= " + std::to_string(t.shape[0]) + ")"};
     t.shape[0] = b.nrows;
   }
   return t;
@@ -104,8 +103,8 @@ class Expander {
   }
 
   Result<BoundArray> bind(const Binding& b, const Env& env, const std::string& path) {
-    BoundArray a{b.kind, b.name, {}, b.kind == Binding::Kind::zeros ? "zeros" : b.name,
-                 b.placeholder};
+    BoundArray a{
+        b.kind, b.name, {}, b.kind == Binding::Kind::zeros ? "zeros" : b.name, b.placeholder};
     for (auto& e : b.index) {
       BOD_TRY(int64_t v, eval(e, env, path));
       a.index.push_back(v);
@@ -155,9 +154,12 @@ class Expander {
   // that expands adds a step, unless its inner loops are empty (counted by iteration()).
   Status check_count(uint64_t n, const std::string& path) {
     if (n > opt_.max_steps)
-      return Error{path, "the loop runs " + std::to_string(n) + " times; the program may expand "
-                         "to at most " + std::to_string(opt_.max_steps) +
-                         " steps, expected a smaller count (the limit ExpandOptions::max_steps)"};
+      return Error{path,
+                   "the loop runs " + std::to_string(n) +
+                       " times; the program may expand "
+                       "to at most " +
+                       std::to_string(opt_.max_steps) +
+                       " steps, expected a smaller count (the limit ExpandOptions::max_steps)"};
     return ok_status();
   }
 
@@ -290,7 +292,8 @@ class Expander {
     int n = static_cast<int>(c.kernel->slots.size());
     for (auto& [slot, name] : c.alias) {
       if (c.is_static(slot)) bad_static += (bad_static.empty() ? "" : ", ") + std::to_string(slot);
-      if (slot < 0 || slot >= n) bad_range += (bad_range.empty() ? "" : ", ") + std::to_string(slot);
+      if (slot < 0 || slot >= n)
+        bad_range += (bad_range.empty() ? "" : ", ") + std::to_string(slot);
       if (name.empty()) bad_name += (bad_name.empty() ? "" : ", ") + std::to_string(slot);
     }
     if (!bad_static.empty())
@@ -372,10 +375,12 @@ class Expander {
     for (auto& [role, b] : d.operands) {
       BOD_TRY(h.operands[role], bind(b, env, d.path + "/" + role));
       bool writes = false;
-      for (auto& o : d.op->operands) writes = writes || (o.role == role && o.access == Access::write);
+      for (auto& o : d.op->operands)
+        writes = writes || (o.role == role && o.access == Access::write);
       if (writes && h.operands[role].nrows >= 0)
-        return Error{d.path + "/" + role, "'" + h.operands[role].text + "' is a row range: ranges "
-                                          "are read-only (write rows with a write_rows step)"};
+        return Error{d.path + "/" + role, "'" + h.operands[role].text +
+                                              "' is a row range: ranges "
+                                              "are read-only (write rows with a write_rows step)"};
       oc.operands[role] = bound_type(m_, h.operands[role]).value();
     }
     BOD_TRY(h.params, eval_params(*d.op, d.params, env, d.path));
@@ -449,15 +454,16 @@ class Expander {
     for (auto& [k, p] : pools)
       bos += p.bytes * (!opt_.share ? 2 : size_t(p.body_writes) + size_t(p.host_copies));
     Plan::Memory& mem = plan_.memory;
-    mem = Plan::Memory{host_bytes(), bos, noreuse + std::min(noreuse, size_t(1) << 30),
-                       scratch, meta_total(), kProcessBytes};
+    mem = Plan::Memory{host_bytes(), bos,          noreuse + std::min(noreuse, size_t(1) << 30),
+                       scratch,      meta_total(), kProcessBytes};
     size_t buffers = mem.host + mem.bos + mem.noreuse + mem.scratch;
     plan_.estimated_bytes = mem.plan_needs();
     if (plan_.estimated_bytes > opt_.max_bytes)
       return Error{"/program", "the plan needs about " + gib(plan_.estimated_bytes) + " (" +
                                    gib(buffers) + " of buffers, " + gib(meta_total()) +
                                    " of plan metadata), over the memory cap of " +
-                                   gib(opt_.max_bytes) + "; shrink the model or raise --max-memory"};
+                                   gib(opt_.max_bytes) +
+                                   "; shrink the model or raise --max-memory"};
     return ok_status();
   }
   // The process before any plan: code, libraries, heap (measured: 8-12 MB for a tiny model).
@@ -477,7 +483,9 @@ class Expander {
   static constexpr size_t kNode = 48;  // a std::map node's overhead besides its value
   static size_t str(const std::string& s) { return s.capacity() > 15 ? s.capacity() + 1 : 0; }
   template <typename T>
-  static size_t vec(const std::vector<T>& v) { return v.capacity() * sizeof(T); }
+  static size_t vec(const std::vector<T>& v) {
+    return v.capacity() * sizeof(T);
+  }
   static size_t bound(const BoundArray& a) { return str(a.name) + str(a.text) + vec(a.index); }
   static size_t refs(const std::vector<SlotRef>& v) {
     size_t n = vec(v);
@@ -498,8 +506,8 @@ class Expander {
     return n;
   }
   static size_t meta_bytes(const PlanHost& h) {
-    size_t n = where(h.where) +
-               h.params.size() * (kNode + sizeof(std::pair<const std::string, double>));
+    size_t n =
+        where(h.where) + h.params.size() * (kNode + sizeof(std::pair<const std::string, double>));
     for (auto& [k, a] : h.operands)
       n += kNode + sizeof(std::pair<const std::string, BoundArray>) + str(k) + bound(a);
     for (auto& [k, v] : h.params) n += str(k);
@@ -508,7 +516,9 @@ class Expander {
   // The plan's metadata now: the objects' own heap, plus the vectors holding them (at the
   // capacity they will have after the next push).
   size_t meta_total() const {
-    auto next = [](size_t size, size_t cap) { return size < cap ? cap : std::max<size_t>(1, 2 * cap); };
+    auto next = [](size_t size, size_t cap) {
+      return size < cap ? cap : std::max<size_t>(1, 2 * cap);
+    };
     return meta_ + next(plan_.calls.size(), plan_.calls.capacity()) * sizeof(PlanCall) +
            next(plan_.hosts.size(), plan_.hosts.capacity()) * sizeof(PlanHost) +
            next(plan_.order.size(), plan_.order.capacity()) * sizeof(PlanStep);
@@ -517,18 +527,19 @@ class Expander {
   // buffers known before the plan is complete) pass the memory cap.
   Status account(size_t bytes, const std::string& path) {
     if (host_ > opt_.max_bytes)  // the model's own tensors are over: no step needed to say so
-      return Error{"/program", "the plan needs about " + gib(host_) + " of buffers for the "
-                               "model's tensors and vars alone, over the memory cap of " +
-                               gib(opt_.max_bytes) + "; shrink the model or raise --max-memory"};
+      return Error{"/program", "the plan needs about " + gib(host_) +
+                                   " of buffers for the "
+                                   "model's tensors and vars alone, over the memory cap of " +
+                                   gib(opt_.max_bytes) +
+                                   "; shrink the model or raise --max-memory"};
     meta_ += bytes;
     size_t total = meta_total() + host_;
     if (total > opt_.max_bytes)
-      return Error{"/program", "the plan's metadata reaches about " + gib(meta_total()) +
-                             " at step " + std::to_string(plan_.order.size() + 1) + " (" + path +
-                             "; " + gib(total) +
-                             " with the model's tensors), over the memory cap of " +
-                             gib(opt_.max_bytes) +
-                             "; expected fewer steps (smaller loop counts) or raise --max-memory"};
+      return Error{"/program",
+                   "the plan's metadata reaches about " + gib(meta_total()) + " at step " +
+                       std::to_string(plan_.order.size() + 1) + " (" + path + "; " + gib(total) +
+                       " with the model's tensors), over the memory cap of " + gib(opt_.max_bytes) +
+                       "; expected fewer steps (smaller loop counts) or raise --max-memory"};
     return ok_status();
   }
 
@@ -545,8 +556,8 @@ class Expander {
 
   const Model& m_;
   ExpandOptions opt_;
-  size_t idle_ = 0;  // loop iterations that added no step
-  size_t meta_ = 0;  // heap bytes of the plan's calls and host steps so far
+  size_t idle_ = 0;             // loop iterations that added no step
+  size_t meta_ = 0;             // heap bytes of the plan's calls and host steps so far
   size_t host_ = host_bytes();  // the model's tensors and vars
   Plan plan_;
   // key -> (first call, its BO list)

@@ -62,9 +62,9 @@ struct PlanCall {
   bool shared_nonstatic = false;
   std::map<int, std::string> alias;  // slot -> pool name
   std::vector<KeptOutput> keep;
-  std::string raises;                   // what the real engine raises before any BO ("" none)
-  int key_first_call = 0;               // number of the first call of its key
-  std::vector<Placement> place;         // per slot: the BO it lands in (reuse engine)
+  std::string raises;                        // what the real engine raises before any BO ("" none)
+  int key_first_call = 0;                    // number of the first call of its key
+  std::vector<Placement> place;              // per slot: the BO it lands in (reuse engine)
   std::shared_ptr<const BoundKernel> bound;  // the body at this call's slot shapes
   bool is_static(int s) const;
   bool is_inter(int s) const;

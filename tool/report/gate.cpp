@@ -16,10 +16,14 @@ namespace bod {
 
 const char* fail_on_name(FailOn f) {
   switch (f) {
-    case FailOn::note: return "note";
-    case FailOn::warning: return "warning";
-    case FailOn::error: return "error";
-    case FailOn::never: return "never";
+    case FailOn::note:
+      return "note";
+    case FailOn::warning:
+      return "warning";
+    case FailOn::error:
+      return "error";
+    case FailOn::never:
+      return "never";
   }
   return "?";
 }
@@ -35,12 +39,16 @@ Result<FailOn> parse_fail_on(const std::string& s) {
 
 const CheckInfo& unused_suppression_info() {
   static const CheckInfo info{
-      "unused-suppression", Severity::note,
+      "unused-suppression",
+      Severity::note,
       "a suppression in model.json matches no finding",
       "nothing breaks; the suppression would silently hide a future finding of its check",
       "the gate matches every suppression against the run's findings of its check",
-      "remove the suppression, or narrow or correct its kernel / bo_key / slot scope", 0, 0,
-      true, "a stale suppression hides nothing today, so it is a note"};
+      "remove the suppression, or narrow or correct its kernel / bo_key / slot scope",
+      0,
+      0,
+      true,
+      "a stale suppression hides nothing today, so it is a note"};
   return info;
 }
 
@@ -121,15 +129,16 @@ std::string fingerprint(const Finding& f) {
 
 Result<std::set<std::string>> read_baseline(const std::string& path) {
   constexpr size_t kMaxBaseline = 64u << 20;
-  BOD_TRY(std::string text, read_regular_file(path, "baseline file",
-                                              "a bo-doctor baseline file (--write-baseline)",
-                                              kMaxBaseline, "64 MiB"));
+  BOD_TRY(std::string text,
+          read_regular_file(path, "baseline file", "a bo-doctor baseline file (--write-baseline)",
+                            kMaxBaseline, "64 MiB"));
   auto j = nlohmann::json::parse(text, nullptr, false);
   auto bad = [&](const std::string& what) {
     return Error{path, what + "; expected a file written by bo-doctor --write-baseline"};
   };
   if (j.is_discarded() || !j.is_object()) return bad("not JSON");
-  if (j.value("kind", "") != "bo-doctor-baseline") return bad("no \"kind\": \"bo-doctor-baseline\"");
+  if (j.value("kind", "") != "bo-doctor-baseline")
+    return bad("no \"kind\": \"bo-doctor-baseline\"");
   if (!j.contains("findings") || !j["findings"].is_array()) return bad("no \"findings\" array");
   std::set<std::string> out;
   for (size_t i = 0; i < j["findings"].size(); ++i) {
@@ -182,7 +191,8 @@ Status apply_gate(Report& r, const GateOptions& g) {
                 (s.bo_key.empty() ? "" : " bo_key '" + s.bo_key + "'") +
                 (s.slot.empty() ? "" : " slot '" + s.slot + "'") + " matches no finding";
     f.evidence.push_back({"reason", s.reason});
-    f.evidence.push_back({"severity", std::string("note: ") + unused_suppression_info().severity_basis});
+    f.evidence.push_back(
+        {"severity", std::string("note: ") + unused_suppression_info().severity_basis});
     f.fix = unused_suppression_info().fix;
     auto colon = s.where.rfind(":/");
     f.path = colon == std::string::npos ? s.where : s.where.substr(colon + 1);
@@ -245,9 +255,12 @@ std::string render_baseline(const Report& r) {
   std::set<std::string> seen;
   for (auto& f : r.findings) {
     if (f.status == FindingStatus::suppressed || !seen.insert(f.fingerprint).second) continue;
-    fs.push_back({{"fingerprint", f.fingerprint}, {"check", f.check},
-                  {"severity", severity_name(f.severity)}, {"kernel", f.kernel},
-                  {"bo_key", f.bo_key}, {"slot", f.slot_name.empty() ? std::to_string(f.slot) : f.slot_name},
+    fs.push_back({{"fingerprint", f.fingerprint},
+                  {"check", f.check},
+                  {"severity", severity_name(f.severity)},
+                  {"kernel", f.kernel},
+                  {"bo_key", f.bo_key},
+                  {"slot", f.slot_name.empty() ? std::to_string(f.slot) : f.slot_name},
                   {"message", f.message}});
   }
   j["findings"] = fs;

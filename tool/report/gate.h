@@ -30,9 +30,9 @@ struct GateOptions {
   std::vector<std::string> skip_checks;  // not these
   FailOn fail_on = FailOn::error;
   bool has_baseline = false;
-  std::set<std::string> baseline;        // fingerprints of known findings
+  std::set<std::string> baseline;  // fingerprints of known findings
   std::vector<Suppression> suppressions;
-  size_t print_limit = 20;               // finding groups in text output (0: all)
+  size_t print_limit = 20;  // finding groups in text output (0: all)
 };
 
 // Refuses ids no check has, naming the closest one and the valid ones (exit 2).

@@ -24,7 +24,8 @@ struct Scanner {
     }
   }
   void ws() {
-    while (!end() && (peek() == ' ' || peek() == '\t' || peek() == '\n' || peek() == '\r')) advance();
+    while (!end() && (peek() == ' ' || peek() == '\t' || peek() == '\n' || peek() == '\r'))
+      advance();
   }
   // A JSON string at i (the opening quote), decoded enough for pointer keys.
   std::string string() {
@@ -37,16 +38,28 @@ struct Scanner {
         char e = peek();
         advance();
         switch (e) {
-          case 'n': out += '\n'; break;
-          case 't': out += '\t'; break;
-          case 'r': out += '\r'; break;
-          case 'b': out += '\b'; break;
-          case 'f': out += '\f'; break;
+          case 'n':
+            out += '\n';
+            break;
+          case 't':
+            out += '\t';
+            break;
+          case 'r':
+            out += '\r';
+            break;
+          case 'b':
+            out += '\b';
+            break;
+          case 'f':
+            out += '\f';
+            break;
           case 'u': {
             unsigned cp = 0;
             for (int k = 0; k < 4 && !end(); ++k) {
               char h = peek();
-              cp = cp * 16 + static_cast<unsigned>(h >= 'a' ? h - 'a' + 10 : h >= 'A' ? h - 'A' + 10 : h - '0');
+              cp = cp * 16 + static_cast<unsigned>(h >= 'a'   ? h - 'a' + 10
+                                                   : h >= 'A' ? h - 'A' + 10
+                                                              : h - '0');
               advance();
             }
             // Keys in model.json are ASCII in practice; other code points are kept as UTF-8.
@@ -62,7 +75,8 @@ struct Scanner {
             }
             break;
           }
-          default: out += e;
+          default:
+            out += e;
         }
       } else {
         out += peek();
@@ -82,17 +96,20 @@ struct Scanner {
 std::string escape_segment(const std::string& k) {
   std::string o;
   for (char c : k) {
-    if (c == '~') o += "~0";
-    else if (c == '/') o += "~1";
-    else o += c;
+    if (c == '~')
+      o += "~0";
+    else if (c == '/')
+      o += "~1";
+    else
+      o += c;
   }
   return o;
 }
 
 struct Frame {
   bool array;
-  size_t index;       // arrays: the next element's index
-  size_t path_len;    // length of the pointer of the container
+  size_t index;     // arrays: the next element's index
+  size_t path_len;  // length of the pointer of the container
 };
 
 }  // namespace

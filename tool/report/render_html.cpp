@@ -21,11 +21,20 @@ std::string esc(const std::string& s) {
   std::string o;
   for (char c : s) {
     switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
+      case '&':
+        o += "&amp;";
+        break;
+      case '<':
+        o += "&lt;";
+        break;
+      case '>':
+        o += "&gt;";
+        break;
+      case '"':
+        o += "&quot;";
+        break;
+      default:
+        o += c;
     }
   }
   return o;
@@ -36,8 +45,10 @@ std::string script_json(const J& j) {
   std::string s = j.dump();
   std::string o;
   for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '<') o += "\\u003c";
-    else o += s[i];
+    if (s[i] == '<')
+      o += "\\u003c";
+    else
+      o += s[i];
   }
   return o;
 }
@@ -50,8 +61,8 @@ char action(const TraceCall& c, const TraceSlot& s, bool ran) {
   if (s.place.pool == BoPool::unbound) return 'U';
   if (s.place.pool == BoPool::alias) return 'A';
   if (s.place.pool == BoPool::shared) return 'P';
-  bool written = ran ? s.written : !(c.is_static(s.slot) && !c.first_of_key()) &&
-                                       !c.is_inter(s.slot);
+  bool written =
+      ran ? s.written : !(c.is_static(s.slot) && !c.first_of_key()) && !c.is_inter(s.slot);
   if (written) return 'W';
   if (c.is_static(s.slot)) return 'S';
   if (c.is_inter(s.slot)) return 'I';
@@ -69,9 +80,10 @@ std::string divergence_plot(const Trace& t) {
   std::map<std::string, std::vector<std::pair<int, double>>> series;
   for (auto& c : t.calls)
     for (auto& o : c.outputs_cmp) {
-      std::string name = c.kernel + "." + (o.slot >= 0 && static_cast<size_t>(o.slot) < c.slots.size()
-                                               ? c.slots[static_cast<size_t>(o.slot)].name
-                                               : std::to_string(o.slot));
+      std::string name = c.kernel + "." +
+                         (o.slot >= 0 && static_cast<size_t>(o.slot) < c.slots.size()
+                              ? c.slots[static_cast<size_t>(o.slot)].name
+                              : std::to_string(o.slot));
       double d = std::isfinite(o.cosine) ? std::min(1.0, std::max(0.0, 1 - o.cosine)) : 1.0;
       if (o.nan_reuse || o.inf_reuse) d = 1.0;
       series[name].push_back({c.number, d});
@@ -88,8 +100,8 @@ std::string divergence_plot(const Trace& t) {
     << "<text x=\"2\" y=\"12\" font-size=\"10\">1-cos 1</text><text x=\"2\" y=\"" << H
     << "\" font-size=\"10\">0</text><text x=\"" << W - 60 << "\" y=\"" << H + 14
     << "\" font-size=\"10\">call " << t.calls.size() << "</text>\n";
-  static const char* colours[] = {"#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e",
-                                  "#8c564b", "#e377c2", "#17becf"};
+  static const char* colours[] = {"#d62728", "#1f77b4", "#2ca02c", "#9467bd",
+                                  "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
   size_t i = 0;
   for (auto& [name, pts] : series) {
     const char* col = colours[i++ % 8];
@@ -174,7 +186,8 @@ std::string render_html(const Report& r) {
   const FindingCounts& n = r.counts;
   std::ostringstream o;
   o << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>bo-doctor "
-    << esc(r.command) << " " << esc(r.subject) << "</title>\n<style>" << kStyle << "</style></head>\n<body>\n";
+    << esc(r.command) << " " << esc(r.subject) << "</title>\n<style>" << kStyle
+    << "</style></head>\n<body>\n";
   o << "<h1>bo-doctor " << esc(r.command) << ": "
     << esc(r.model_name.empty() ? r.subject : r.model_name)
     << "</h1>\n<p><span id=\"verdict\" class=\"verdict " << r.verdict() << "\">"
@@ -210,7 +223,8 @@ std::string render_html(const Report& r) {
         if (s.diff_bytes) marks.push_back({c.number, s.slot, "diverged"});
       }
       cols = std::max(cols, c.slots.size());
-      calls.push_back({c.number, c.phase, c.token, c.layer, c.kernel, c.bo_key, acts, c.diverged()});
+      calls.push_back(
+          {c.number, c.phase, c.token, c.layer, c.kernel, c.bo_key, acts, c.diverged()});
     }
     for (auto& f : r.findings) {
       if (!f.call || f.slot < 0) continue;
@@ -225,14 +239,17 @@ std::string render_html(const Report& r) {
     << "<span style=\"background:#4e79a7\"></span>written<span style=\"background:#59a14f\"></span>"
        "skipped static<span style=\"background:#edc948\"></span>skipped intermediate"
        "<span style=\"background:#b07aa1\"></span>pooled<span style=\"background:#f28e2b\"></span>"
-       "aliased<span style=\"background:#bab0ac\"></span>kept<span style=\"background:#000\"></span>"
+       "aliased<span style=\"background:#bab0ac\"></span>kept<span "
+       "style=\"background:#000\"></span>"
        "raised; outlined: a finding (red error, orange warning, blue note) or black: bytes "
        "differ from no reuse</p>\n"
-    << "<div id=\"mapwrap\"><canvas id=\"map\" data-calls=\"" << calls.size() << "\"></canvas></div>\n"
+    << "<div id=\"mapwrap\"><canvas id=\"map\" data-calls=\"" << calls.size()
+    << "\"></canvas></div>\n"
     << "<div id=\"tip\"></div>\n";
 
   if (r.ran) {
-    o << "<h2>bo_key: first call vs later calls</h2>\n<table id=\"keys\"><tr><th>bo_key</th><th>kernel</th>"
+    o << "<h2>bo_key: first call vs later calls</h2>\n<table "
+         "id=\"keys\"><tr><th>bo_key</th><th>kernel</th>"
          "<th>first call</th><th>calls</th><th>first diverged</th><th>later diverged</th>"
          "<th>min cos (first)</th><th>min cos (later)</th><th>NaN/Inf (later)</th></tr>\n";
     for (auto& k : r.keys)
@@ -252,7 +269,10 @@ std::string render_html(const Report& r) {
     o << "<div class=\"finding " << severity_name(g.severity) << "\" data-check=\"" << esc(f.check)
       << "\" data-status=\"" << finding_status_name(g.status) << "\" data-findings=\""
       << g.members.size() << "\">\n<b>" << severity_name(g.severity) << "[" << esc(f.check)
-      << "]</b>" << (g.status != FindingStatus::active ? std::string(" (") + finding_status_name(g.status) + ")" : "")
+      << "]</b>"
+      << (g.status != FindingStatus::active
+              ? std::string(" (") + finding_status_name(g.status) + ")"
+              : "")
       << ": " << esc(f.message) << "<br>\n<small>" << esc(r.location(f.path));
     if (f.call)
       o << " &middot; call " << f.call << " (" << esc(f.phase) << ") kernel " << esc(f.kernel)

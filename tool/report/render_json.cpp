@@ -11,7 +11,9 @@ namespace bod {
 namespace {
 using J = nlohmann::ordered_json;
 
-double finite(double v) { return std::isfinite(v) ? v : -1; }
+double finite(double v) {
+  return std::isfinite(v) ? v : -1;
+}
 
 J finding_json(const Finding& f) {
   J e = J::object();
@@ -43,9 +45,13 @@ J finding_json(const Finding& f) {
 J engine_json(const EngineFigures& e, bool timings) {
   J j{{"calls", e.calls}, {"h2d_bytes", e.h2d_bytes}, {"bo_writes", e.writes}};
   if (timings)
-    j["seconds"] = {{"write", e.write_s}, {"dispatch", e.dispatch_s}, {"read", e.read_s},
-                    {"wall", e.wall_s()}, {"steady_call_median", e.steady_median_s},
-                    {"steady_calls", e.steady_calls}, {"first_calls", e.first_calls_s}};
+    j["seconds"] = {{"write", e.write_s},
+                    {"dispatch", e.dispatch_s},
+                    {"read", e.read_s},
+                    {"wall", e.wall_s()},
+                    {"steady_call_median", e.steady_median_s},
+                    {"steady_calls", e.steady_calls},
+                    {"first_calls", e.first_calls_s}};
   return j;
 }
 }  // namespace
@@ -90,12 +96,13 @@ std::string render_json(const Report& r) {
   if (r.lists_gaps()) {
     J gaps = J::array();
     for (auto& g : r.gaps)
-      gaps.push_back({{"check", g.check}, {"ran", g.partly ? "partly" : "no"},
-                      {"missing", g.missing}});
+      gaps.push_back(
+          {{"check", g.check}, {"ran", g.partly ? "partly" : "no"}, {"missing", g.missing}});
     j["not_run"] = gaps;
   }
   if (r.probed)
-    j["probe_coverage"] = {{"probed_calls", r.probed_calls}, {"calls_with_intermediates", r.probe_candidates}};
+    j["probe_coverage"] = {{"probed_calls", r.probed_calls},
+                           {"calls_with_intermediates", r.probe_candidates}};
   if (r.ran) {
     const RunFigures& run = r.run;
     j["backend"] = {{"name", run.backend},
@@ -103,25 +110,46 @@ std::string render_json(const Report& r) {
                     {"npu_launched", run.npu_launched}};
     J keys = J::array();
     for (auto& k : r.keys)
-      keys.push_back({{"bo_key", k.bo_key}, {"kernel", k.kernel}, {"first_call", k.first_call},
-                      {"calls", k.calls}, {"first_call_diverged", k.first_diverged > 0},
+      if (!r.coverage.no_reuse)  // divergence was not measured: not 0, not cosine 1
+        keys.push_back({{"bo_key", k.bo_key},
+                        {"kernel", k.kernel},
+                        {"first_call", k.first_call},
+                        {"calls", k.calls},
+                        {"divergence", "not measured (needs no_reuse: record --shadow)"}});
+      else
+      keys.push_back({{"bo_key", k.bo_key},
+                      {"kernel", k.kernel},
+                      {"first_call", k.first_call},
+                      {"calls", k.calls},
+                      {"first_call_diverged", k.first_diverged > 0},
                       {"later_calls_diverged", k.later_diverged},
                       {"first_bad_later_call", k.first_bad_later_call},
                       {"first_min_cosine", finite(k.first_min_cosine)},
                       {"later_min_cosine", finite(k.later_min_cosine)},
                       {"later_nan_inf", k.later_nan}});
     j["keys"] = keys;
-    j["figures"] = {{"reuse", engine_json(run.reuse, r.timings)},
-                    {"no_reuse", engine_json(run.noreuse, r.timings)}};
+    j["figures"] = {{"reuse", engine_json(run.reuse, r.timings)}};
+    if (r.coverage.no_reuse) j["figures"]["no_reuse"] = engine_json(run.noreuse, r.timings);
+    if (!r.coverage.complete())
+      j["coverage"] = {{"checks", r.coverage.checks},
+                       {"ran", r.coverage.ran},
+                       {"no_reuse", r.coverage.no_reuse},
+                       {"finished", r.coverage.finished},
+                       {"need_no_reuse", r.coverage.need_no_reuse},
+                       {"note", r.coverage.note()}};
     if (r.timings) j["wall_seconds"] = run.wall_s;
   }
   if (r.verified) {
     const Verification& v = r.verify;
     J outs = J::array();
     for (auto& o : v.outputs)
-      outs.push_back({{"var", o.var}, {"cosine", finite(o.cosine)}, {"min_cosine", o.min_cosine},
-                      {"max_abs", finite(o.max_abs)}, {"max_rel", finite(o.max_rel)},
-                      {"nan_inf_reuse", o.nan_reuse}, {"nan_inf_no_reuse", o.nan_noreuse},
+      outs.push_back({{"var", o.var},
+                      {"cosine", finite(o.cosine)},
+                      {"min_cosine", o.min_cosine},
+                      {"max_abs", finite(o.max_abs)},
+                      {"max_rel", finite(o.max_rel)},
+                      {"nan_inf_reuse", o.nan_reuse},
+                      {"nan_inf_no_reuse", o.nan_noreuse},
                       {"pass", o.pass}});
     j["verification"] = {{"result", v.pass ? "PASS" : "FAIL"},
                          {"outputs", outs},

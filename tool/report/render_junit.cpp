@@ -16,14 +16,29 @@ std::string xml(const std::string& s) {
   std::string o;
   for (unsigned char c : s) {
     switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      case '\'': o += "&apos;"; break;
-      case '\n': o += "&#10;"; break;
-      case '\t': o += "&#9;"; break;
-      default: o += c < 0x20 ? '?' : static_cast<char>(c);
+      case '&':
+        o += "&amp;";
+        break;
+      case '<':
+        o += "&lt;";
+        break;
+      case '>':
+        o += "&gt;";
+        break;
+      case '"':
+        o += "&quot;";
+        break;
+      case '\'':
+        o += "&apos;";
+        break;
+      case '\n':
+        o += "&#10;";
+        break;
+      case '\t':
+        o += "&#9;";
+        break;
+      default:
+        o += c < 0x20 ? '?' : static_cast<char>(c);
     }
   }
   return o;
@@ -31,8 +46,8 @@ std::string xml(const std::string& s) {
 
 std::string finding_text(const Report& r, const Finding& f) {
   std::ostringstream o;
-  o << r.location(f.path) << ": " << severity_name(f.severity) << "[" << f.check << "]: "
-    << f.message << "\n";
+  o << r.location(f.path) << ": " << severity_name(f.severity) << "[" << f.check
+    << "]: " << f.message << "\n";
   if (f.call) {
     o << "at call " << f.call << " (" << f.phase;
     if (f.token >= 0) o << " t=" << f.token;
@@ -41,7 +56,8 @@ std::string finding_text(const Report& r, const Finding& f) {
     if (f.slot >= 0) o << ", slot " << f.slot << " (" << f.slot_name << ")";
     o << "\n";
   }
-  if (f.occurrences > 1) o << "seen on " << f.occurrences << " calls (last: call " << f.last_call << ")\n";
+  if (f.occurrences > 1)
+    o << "seen on " << f.occurrences << " calls (last: call " << f.last_call << ")\n";
   for (auto& [k, v] : f.evidence) o << k << ": " << v << "\n";
   o << "fix: " << f.fix << "\n";
   if (f.status == FindingStatus::known) o << "known: in the baseline\n";
@@ -89,12 +105,15 @@ std::string render_junit(const Report& r) {
       if (f.check != info->id) continue;
       std::string k;
       if (r.trace && f.call)
-        if (const TraceCall* c = r.trace->call(f.call)) k = (c->ns.empty() ? "" : c->ns + "/") + c->bo_key;
+        if (const TraceCall* c = r.trace->call(f.call))
+          k = (c->ns.empty() ? "" : c->ns + "/") + c->bo_key;
       auto it = by_key.find(k);
       if (it == by_key.end()) {
         it = by_key.emplace(k.empty() ? "@" + f.path : k, cases.size()).first;
         cases.push_back({k.empty() ? (f.path.empty() ? f.message : f.path) : "bo_key " + k,
-                         r.model_path, 0, {}});
+                         r.model_path,
+                         0,
+                         {}});
       }
       cases[it->second].findings.push_back(&f);
     }
@@ -103,8 +122,8 @@ std::string render_junit(const Report& r) {
     int failures = 0, skipped = 0;
     std::ostringstream suite;
     for (auto& c : cases) {
-      suite << "    <testcase classname=\"bo-doctor." << xml(info->id) << "\" name=\"" << xml(c.name)
-            << "\"";
+      suite << "    <testcase classname=\"bo-doctor." << xml(info->id) << "\" name=\""
+            << xml(c.name) << "\"";
       if (!c.file.empty()) suite << " file=\"" << xml(c.file) << "\"";
       if (c.line) suite << " line=\"" << c.line << "\"";
       suite << " time=\"0\">\n";
@@ -129,8 +148,11 @@ std::string render_junit(const Report& r) {
     }
     body << "  <testsuite name=\"" << xml(info->id) << "\" tests=\"" << cases.size()
          << "\" failures=\"" << failures << "\" errors=\"0\" skipped=\"" << skipped
-         << "\" time=\"0\">\n"
-         << suite.str() << "  </testsuite>\n";
+         << "\" time=\"0\">\n";
+    if (r.ran && !r.coverage.note().empty())  // what the verdict could not see, on every suite
+      body << "    <properties><property name=\"coverage\" value=\"" << xml(r.coverage.note())
+           << "\"/></properties>\n";
+    body << suite.str() << "  </testsuite>\n";
     total += static_cast<int>(cases.size());
     total_fail += failures;
     total_skip += skipped;

@@ -19,9 +19,10 @@ std::string ms(double s) {
 // "applied (...)" or "skipped (reason)" for one mechanism; `statics` picks B1 or B2.
 std::string mechanism(const Report& r, bool statics) {
   size_t sites = statics ? r.static_sites : r.intermediate_sites;
-  std::set<std::string> bad_checks = statics
-      ? std::set<std::string>{"stale-static", "key-collision", "static-clobber", "placeholder-upload"}
-      : std::set<std::string>{"intermediate-read", "partial-overwrite"};
+  std::set<std::string> bad_checks =
+      statics ? std::set<std::string>{"stale-static", "key-collision", "static-clobber",
+                                      "placeholder-upload"}
+              : std::set<std::string>{"intermediate-read", "partial-overwrite"};
   std::string missed = statics ? "missed-static" : "missed-intermediate";
   int errors = 0, notes = 0;
   for (auto& f : r.findings) {
@@ -38,7 +39,9 @@ std::string mechanism(const Report& r, bool statics) {
   } else {
     o << "applied (" << sites << " call site(s))";
   }
-  if (notes) o << "; " << notes << " further opportunit" << (notes == 1 ? "y" : "ies") << " (" << missed << ")";
+  if (notes)
+    o << "; " << notes << " further opportunit" << (notes == 1 ? "y" : "ies") << " (" << missed
+      << ")";
   return o.str();
 }
 
@@ -60,7 +63,7 @@ std::string render_markdown(const Report& r) {
     for (auto& f : r.findings) config = config || f.check == "config-error";
     o << (r.command == "lint" ? "- not measured: lint does not run the plan; bo-doctor check "
                                 "--format markdown measures it\n"
-          : config ? "- not run: the plan has config errors\n"
+          : config            ? "- not run: the plan has config errors\n"
                    : "- not measured: the trace holds no run of both engines with an end-to-end "
                      "comparison\n");
   } else {
@@ -71,8 +74,9 @@ std::string render_markdown(const Report& r) {
     std::snprintf(cs, sizeof cs, "%.6f", cosine);
     o << "- B1 weight BOs: " << mechanism(r, true) << "\n"
       << "- B2 intermediate BOs: " << mechanism(r, false) << "\n"
-      << "- Host/wall time before: " << per_call(run.noreuse) << " (no reuse: "
-      << run.noreuse.h2d_bytes << " bytes host->device, " << run.noreuse.writes << " BO writes)\n"
+      << "- Host/wall time before: " << per_call(run.noreuse)
+      << " (no reuse: " << run.noreuse.h2d_bytes << " bytes host->device, " << run.noreuse.writes
+      << " BO writes)\n"
       << "- Host/wall time after:  " << per_call(run.reuse) << " (reuse: " << run.reuse.h2d_bytes
       << " bytes host->device, " << run.reuse.writes << " BO writes)\n"
       << "- First call of each bo_key (BO allocation, first touch), kept apart: "
@@ -82,7 +86,8 @@ std::string render_markdown(const Report& r) {
     o << "\n_Measured by bo-doctor " << BOD_VERSION << " on the " << run.backend << " backend"
       << (run.host_emulated ? " (host-emulated kernels)" : "") << ", " << r.calls
       << " calls; per-call times are steady-state medians over the calls after each bo_key's "
-         "first (" << run.reuse.steady_calls << " calls), both engines in the same process._\n";
+         "first ("
+      << run.reuse.steady_calls << " calls), both engines in the same process._\n";
   }
   if (!r.findings.empty()) {
     o << "\n| severity | check | call | kernel | bo_key | slot | message |\n"

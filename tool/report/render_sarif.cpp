@@ -32,9 +32,12 @@ std::string uri_of(const std::string& path) {
 
 const char* level(Severity s) {
   switch (s) {
-    case Severity::error: return "error";
-    case Severity::warning: return "warning";
-    case Severity::note: return "note";
+    case Severity::error:
+      return "error";
+    case Severity::warning:
+      return "warning";
+    case Severity::note:
+      return "note";
   }
   return "none";
 }
@@ -50,7 +53,8 @@ J location(const Report& r, const std::string& pointer) {
     return J{{"physicalLocation", phys}};
   }
   auto colon = pointer.rfind(':');
-  bool file_line = r.model_path.empty() && colon != std::string::npos && colon + 1 < pointer.size() &&
+  bool file_line = r.model_path.empty() && colon != std::string::npos &&
+                   colon + 1 < pointer.size() &&
                    pointer.find_first_not_of("0123456789", colon + 1) == std::string::npos &&
                    pointer.size() - colon < 10;
   if (file_line) {
@@ -60,7 +64,8 @@ J location(const Report& r, const std::string& pointer) {
   }
   std::string file = !r.model_path.empty() ? r.model_path : r.subject;
   J loc;
-  if (!file.empty() && file != "-") loc["physicalLocation"] = {{"artifactLocation", {{"uri", uri_of(file)}}}};
+  if (!file.empty() && file != "-")
+    loc["physicalLocation"] = {{"artifactLocation", {{"uri", uri_of(file)}}}};
   if (!pointer.empty())
     loc["logicalLocations"] = J::array({J{{"fullyQualifiedName", pointer}, {"kind", "element"}}});
   return loc;
@@ -112,14 +117,18 @@ std::string render_sarif(const Report& r) {
     res["message"] = {{"text", text}};
     J loc = location(r, f.path);
     if (f.call) {
-      std::string name = f.kernel + (f.slot >= 0 ? " slot " + std::to_string(f.slot) + " (" + f.slot_name + ")" : "");
-      J logical{{"name", name}, {"fullyQualifiedName", f.bo_key + "/" + name}, {"kind", "function"}};
+      std::string name =
+          f.kernel +
+          (f.slot >= 0 ? " slot " + std::to_string(f.slot) + " (" + f.slot_name + ")" : "");
+      J logical{
+          {"name", name}, {"fullyQualifiedName", f.bo_key + "/" + name}, {"kind", "function"}};
       if (!loc.contains("logicalLocations")) loc["logicalLocations"] = J::array();
       loc["logicalLocations"].push_back(logical);
     }
     res["locations"] = J::array({loc});
     const TraceCall* first = r.trace && f.key_first_call && !f.first_call_of_key
-                                 ? r.trace->call(f.key_first_call) : nullptr;
+                                 ? r.trace->call(f.key_first_call)
+                                 : nullptr;
     if (first) {
       J rel = location(r, first->path);
       rel["id"] = 1;
@@ -131,23 +140,30 @@ std::string render_sarif(const Report& r) {
     if (r.gate.has_baseline)
       res["baselineState"] = g.status == FindingStatus::known ? "unchanged" : "new";
     if (g.status == FindingStatus::suppressed)
-      res["suppressions"] = J::array({J{{"kind", "inSource"}, {"status", "accepted"},
-                                        {"justification", f.status_reason}}});
-    J props{{"call", f.call}, {"phase", f.phase}, {"kernel", f.kernel}, {"bo_key", f.bo_key},
-            {"slots", g.slots}, {"bo_keys", g.bo_keys}, {"calls", g.calls},
-            {"occurrences", g.occurrences}, {"latent", f.latent}, {"pointer", f.path}};
+      res["suppressions"] = J::array(
+          {J{{"kind", "inSource"}, {"status", "accepted"}, {"justification", f.status_reason}}});
+    J props{{"call", f.call},     {"phase", f.phase},
+            {"kernel", f.kernel}, {"bo_key", f.bo_key},
+            {"slots", g.slots},   {"bo_keys", g.bo_keys},
+            {"calls", g.calls},   {"occurrences", g.occurrences},
+            {"latent", f.latent}, {"pointer", f.path}};
     res["properties"] = props;
     results.push_back(res);
   }
-  J run{{"tool", {{"driver", {{"name", "bo-doctor"},
-                              {"version", BOD_VERSION},
-                              {"semanticVersion", BOD_VERSION},
-                              {"informationUri", "docs/checks.md"},
-                              {"rules", jr}}}}},
+  J run{{"tool",
+         {{"driver",
+           {{"name", "bo-doctor"},
+            {"version", BOD_VERSION},
+            {"semanticVersion", BOD_VERSION},
+            {"informationUri", "docs/checks.md"},
+            {"rules", jr}}}}},
         {"columnKind", "unicodeCodePoints"},
         {"results", results},
-        {"properties", {{"command", r.command}, {"verdict", r.verdict()},
-                        {"fail_on", fail_on_name(r.gate.fail_on)}}}};
+        {"properties",
+         {{"command", r.command},
+          {"verdict", r.verdict()},
+          {"fail_on", fail_on_name(r.gate.fail_on)}}}};
+  if (r.ran && !r.coverage.note().empty()) run["properties"]["coverage"] = r.coverage.note();
   J j{{"version", "2.1.0"}, {"runs", J::array({run})}};
   return j.dump(2) + "\n";
 }

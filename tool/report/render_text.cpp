@@ -32,9 +32,10 @@ void group(std::ostringstream& o, const Report& r, const FindingGroup& g) {
     if (f.slot >= 0) o << ", slot " << f.slot << " (" << f.slot_name << ")";
     o << "\n";
     if (f.key_first_call)
-      o << "    " << (f.first_call_of_key ? "first call of its bo_key"
-                                         : "later call; first call of the key was " +
-                                               std::to_string(f.key_first_call))
+      o << "    "
+        << (f.first_call_of_key
+                ? "first call of its bo_key"
+                : "later call; first call of the key was " + std::to_string(f.key_first_call))
         << "\n";
   }
   if (g.members.size() > 1) {
@@ -42,13 +43,15 @@ void group(std::ostringstream& o, const Report& r, const FindingGroup& g) {
     for (int c : g.calls) calls.push_back(std::to_string(c));
     o << "    one cause, " << g.members.size() << " findings: ";
     if (g.slots.size() > 1) o << g.slots.size() << " slots " << name_list(g.slots, 8) << "; ";
-    if (g.bo_keys.size() > 1) o << g.bo_keys.size() << " bo_keys " << name_list(g.bo_keys, 4) << "; ";
+    if (g.bo_keys.size() > 1)
+      o << g.bo_keys.size() << " bo_keys " << name_list(g.bo_keys, 4) << "; ";
     o << "first seen at call" << (calls.size() > 1 ? "s " : " ") << name_list(calls, 8) << " ("
       << g.occurrences << " occurrences)\n";
   } else if (f.occurrences > 1) {
     o << "    seen on " << f.occurrences << " calls (last: call " << f.last_call << ")\n";
   }
-  if (f.status == FindingStatus::known) o << "    known: in the baseline (fingerprint " << f.fingerprint << ")\n";
+  if (f.status == FindingStatus::known)
+    o << "    known: in the baseline (fingerprint " << f.fingerprint << ")\n";
   if (f.status == FindingStatus::suppressed) o << "    suppressed: " << f.status_reason << "\n";
   for (auto& [k, v] : f.evidence) o << "    " << k << ": " << v << "\n";
   o << "    fix: " << f.fix << "\n";
@@ -114,9 +117,19 @@ std::string render_text(const Report& r) {
     const RunFigures& run = r.run;
     o << "\nbo_key first call vs later calls (backend " << run.backend
       << (run.host_emulated ? ", host-emulated kernels" : ", NPU") << "):\n";
-    o << "  bo_key                         first  calls  first-diverged  later-diverged  "
-         "min-cos(first)  min-cos(later)  NaN(later)\n";
-    for (auto& k : r.keys) {
+    if (!r.coverage.no_reuse) {  // nothing was compared: no figure that nobody measured
+      o << "  bo_key                         first  calls  divergence\n";
+      for (auto& k : r.keys) {
+        char line[256];
+        std::snprintf(line, sizeof line, "  %-30s %5d  %5d  needs --shadow\n", k.bo_key.c_str(),
+                      k.first_call, k.calls);
+        o << line;
+      }
+    }
+    if (r.coverage.no_reuse)
+      o << "  bo_key                         first  calls  first-diverged  later-diverged  "
+           "min-cos(first)  min-cos(later)  NaN(later)\n";
+    for (auto& k : r.coverage.no_reuse ? r.keys : std::vector<KeyRow>{}) {
       char line[256];
       std::snprintf(line, sizeof line, "  %-30s %5d  %5d  %14d  %14d  %14.6f  %14.6f  %10lld\n",
                     k.bo_key.c_str(), k.first_call, k.calls, k.first_diverged, k.later_diverged,
@@ -126,13 +139,15 @@ std::string render_text(const Report& r) {
     auto per = [&](const EngineFigures& e) {
       return e.calls ? static_cast<double>(e.h2d_bytes) / static_cast<double>(e.calls) : 0.0;
     };
-    o << "\nengine figures            with reuse      without reuse\n";
-    o << "  host->device bytes    " << fmt("%14.0f", double(run.reuse.h2d_bytes))
-      << fmt("     %14.0f\n", double(run.noreuse.h2d_bytes));
-    o << "  bytes per call        " << fmt("%14.0f", per(run.reuse))
-      << fmt("     %14.0f\n", per(run.noreuse));
-    o << "  BO writes             " << fmt("%14.0f", double(run.reuse.writes))
-      << fmt("     %14.0f\n", double(run.noreuse.writes));
+    // Without a no-reuse engine there is no second column: not 0, not a copy of the first.
+    bool both = r.coverage.no_reuse;
+    auto row = [&](const char* name, double a, double b) {
+      o << name << fmt("%14.0f", a) << (both ? fmt("     %14.0f", b) : std::string()) << "\n";
+    };
+    o << "\nengine figures            with reuse" << (both ? "      without reuse" : "") << "\n";
+    row("  host->device bytes    ", double(run.reuse.h2d_bytes), double(run.noreuse.h2d_bytes));
+    row("  bytes per call        ", per(run.reuse), per(run.noreuse));
+    row("  BO writes             ", double(run.reuse.writes), double(run.noreuse.writes));
     if (r.timings) {
       auto t = [&](const char* name, double a, double b) {
         o << "  " << name << fmt("%14.2f ms", a * 1e3) << fmt("  %14.2f ms\n", b * 1e3);
@@ -178,7 +193,9 @@ std::string render_text(const Report& r) {
   if (n.suppressed) o << ", " << n.suppressed << " suppressed";
   o << ", " << r.calls << " calls";
   if (r.gate.fail_on != FailOn::error) o << ", fail-on " << fail_on_name(r.gate.fail_on);
-  o << " -> " << (r.fails() ? "FAIL" : "PASS") << "\n";
+  o << " -> " << (r.fails() ? "FAIL" : "PASS");
+  if (r.ran && !r.coverage.note().empty()) o << " (" << r.coverage.note() << ")";
+  o << "\n";
   return o.str();
 }
 

@@ -41,9 +41,27 @@ void count_findings(Report& r) {
 std::string Report::location(const std::string& pointer) const {
   auto it = positions.find(pointer);
   if (it != positions.end())
-    return model_path + ":" + std::to_string(it->second.line) + ":" + std::to_string(it->second.col);
+    return model_path + ":" + std::to_string(it->second.line) + ":" +
+           std::to_string(it->second.col);
   if (pointer.empty()) return model_path;
   return model_path.empty() ? pointer : model_path + ":" + pointer;
+}
+
+std::string Coverage::note() const {
+  std::string s;
+  if (!no_reuse && ran < checks) {
+    s = "no no-reuse run: " + std::to_string(ran) + " of " + std::to_string(checks) +
+        " checks ran";
+    if (!need_no_reuse.empty()) {
+      s += "; ";
+      for (size_t i = 0; i < need_no_reuse.size(); ++i)
+        s += (i ? ", " : "") + need_no_reuse[i];
+      s += need_no_reuse.size() == 1 ? " needs" : " need";
+      s += " record --shadow";
+    }
+  }
+  if (!finished) s += std::string(s.empty() ? "" : "; ") + "the run stopped early";
+  return s;
 }
 
 Report build_report(const std::string& command, const Trace& t, bool timings,
@@ -95,6 +113,12 @@ Report build_report(const std::string& command, const Trace& t, bool timings,
         break;
       }
   r.gaps = coverage_gaps(t);
+  r.coverage.checks = static_cast<int>(check_registry().size());
+  r.coverage.ran = r.coverage.checks - static_cast<int>(r.gaps.size());
+  r.coverage.no_reuse = t.header.caps.no_reuse;
+  r.coverage.finished = t.finished;
+  for (auto& g : r.gaps)
+    if (g.missing.find("no_reuse") != std::string::npos) r.coverage.need_no_reuse.push_back(g.check);
   r.findings = sink.sorted();
   return r;
 }

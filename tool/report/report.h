@@ -40,32 +40,48 @@ struct RunFigures {
   double wall_s = 0;
 };
 
+// How much of the trace's evidence the checks had: every format states it beside the verdict,
+// so a PASS never hides what was not checked.
+struct Coverage {
+  int checks = 0;          // in the registry
+  int ran = 0;             // fed fully by the trace
+  bool no_reuse = true;    // compared with a no-reuse engine (check, record --shadow)
+  bool finished = true;    // the run reached its end (the trace has its "end" line)
+  std::vector<std::string> need_no_reuse;  // checks not (fully) run for want of no_reuse
+  // Nothing to say: every check's evidence was there, the run finished.
+  bool complete() const { return no_reuse && finished && ran == checks; }
+  // "no no-reuse run: 6 of 13 checks ran; static-clobber, ... need record --shadow", and/or
+  // "the run stopped early"; "" when there is nothing to add beside the verdict.
+  std::string note() const;
+};
+
 struct Report {
   std::string command;     // "lint" | "check" | "analyze"
   std::string model_path;  // the file findings point into ("" when their paths stand alone)
   std::string subject;     // what the run read: the model, or for analyze the trace file
   std::string model_name;
   std::vector<Finding> findings;
-  const Trace* trace = nullptr;    // per-call detail only; never null in a built report
-  size_t calls = 0;                // calls in the trace
-  bool ran = false;                // the trace holds a run: key table, figures
-  bool verified = false;           // ... and the end-to-end comparison
-  bool probed = false;             // ... and probe runs: probe coverage
+  const Trace* trace = nullptr;  // per-call detail only; never null in a built report
+  size_t calls = 0;              // calls in the trace
+  bool ran = false;              // the trace holds a run: key table, figures
+  bool verified = false;         // ... and the end-to-end comparison
+  bool probed = false;           // ... and probe runs: probe coverage
   std::vector<KeyRow> keys;
-  RunFigures run;                  // when ran
+  RunFigures run;  // when ran
   Verification verify;
   // Checks the trace could not (fully) feed. Text and JSON list them except for lint (a plan
   // feeds no run checks: lists_gaps); JUnit marks them skipped.
   std::vector<CoverageGap> gaps;
-  bool timings = false;            // include measured times (not byte-identical across runs)
+  bool timings = false;  // include measured times (not byte-identical across runs)
   // With probes: calls probed, of the calls that have intermediate slots to probe.
   int probed_calls = 0, probe_candidates = 0;
   // Call sites (distinct call paths) declaring static / intermediate indices (markdown's B1/B2).
   size_t static_sites = 0, intermediate_sites = 0;
   // The first call whose outputs differ between the engines (a trace with no_reuse).
   CallRef first_divergence;
+  Coverage coverage;  // when ran
   // Set by apply_gate, from the findings' statuses:
-  GateOptions gate;                // what fails the run, what is known or suppressed
+  GateOptions gate;                  // what fails the run, what is known or suppressed
   std::vector<FindingGroup> groups;  // findings sharing a cause
   FindingCounts counts;
   // The earliest new error tied to a call (a diverging one before a latent one on the same

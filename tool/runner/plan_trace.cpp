@@ -7,10 +7,14 @@ namespace {
 
 ArraySource source_of(Binding::Kind k) {
   switch (k) {
-    case Binding::Kind::tensor: return ArraySource::tensor;
-    case Binding::Kind::var: return ArraySource::var;
-    case Binding::Kind::placeholder: return ArraySource::placeholder;
-    case Binding::Kind::zeros: return ArraySource::zeros;
+    case Binding::Kind::tensor:
+      return ArraySource::tensor;
+    case Binding::Kind::var:
+      return ArraySource::var;
+    case Binding::Kind::placeholder:
+      return ArraySource::placeholder;
+    case Binding::Kind::zeros:
+      return ArraySource::zeros;
   }
   return ArraySource::zeros;
 }
@@ -47,8 +51,9 @@ void fill_call_identity(const PlanCall& c, TraceCall& t) {
     TraceSlot& ts = t.slots[s];
     ts.slot = si;
     ts.name = c.kernel->slots[s].name;
-    ts.role = c.is_static(si) ? SlotRole::static_input
-              : c.is_inter(si) ? SlotRole::intermediate : SlotRole::input;
+    ts.role = c.is_static(si)  ? SlotRole::static_input
+              : c.is_inter(si) ? SlotRole::intermediate
+                               : SlotRole::input;
     ts.output = c.is_output(si);
     ts.host.shape = c.slot_shapes[s];
     ts.host.dtype = c.kernel->slots[s].dtype;

@@ -9,7 +9,7 @@ void fill_canary(uint8_t* dst, size_t n, DType dtype, int pattern) {
   // Pattern 0: quiet NaNs (bf16 0x7fc1, f32 0x7fc10001). Pattern 1: about 1.2345, a value
   // that adding anything visibly changes (a huge canary would absorb small sums and look
   // untouched); integers get 0x5a bytes.
-  uint32_t word = pattern == 0 ? (dtype == DType::bf16 ? 0x7fc17fc1u : 0x7fc10001u)
+  uint32_t word = pattern == 0           ? (dtype == DType::bf16 ? 0x7fc17fc1u : 0x7fc10001u)
                   : dtype == DType::bf16 ? 0x3f9e3f9eu
                   : dtype == DType::f32  ? 0x3f9e0652u
                                          : 0x5a5a5a5au;
@@ -23,16 +23,20 @@ struct Outcome {
   std::vector<std::vector<uint8_t>> post;  // post bytes of the probed slots
 };
 
-Outcome run_once(Backend& b, const PlanCall& c, const BoundKernel& body, const std::vector<HostSlot>& host,
-                 const std::vector<const uint8_t*>& ref, const std::vector<int>& slots,
-                 int pattern) {
+Outcome run_once(Backend& b, const PlanCall& c, const BoundKernel& body,
+                 const std::vector<HostSlot>& host, const std::vector<const uint8_t*>& ref,
+                 const std::vector<int>& slots, int pattern) {
   std::vector<BoHandle> bos;
   for (size_t s = 0; s < c.slot_bytes.size(); ++s) {
-    BoHandle h = b.alloc(BoDesc{c.slot_bytes[s], static_cast<int>(s), c.kernel->name, "probe", true});
+    BoHandle h =
+        b.alloc(BoDesc{c.slot_bytes[s], static_cast<int>(s), c.kernel->name, "probe", true});
     bool canary = std::find(slots.begin(), slots.end(), static_cast<int>(s)) != slots.end();
-    if (canary) fill_canary(b.map(h), c.slot_bytes[s], c.kernel->slots[s].dtype, pattern);
-    else if (host[s].data) b.write(h, host[s].data, c.slot_bytes[s], host[s].stable);
-    else std::memset(b.map(h), 0, c.slot_bytes[s]);
+    if (canary)
+      fill_canary(b.map(h), c.slot_bytes[s], c.kernel->slots[s].dtype, pattern);
+    else if (host[s].data)
+      b.write(h, host[s].data, c.slot_bytes[s], host[s].stable);
+    else
+      std::memset(b.map(h), 0, c.slot_bytes[s]);
     b.sync_to_device(h, c.slot_bytes[s]);
     bos.push_back(h);
   }

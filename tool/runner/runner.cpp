@@ -1,8 +1,8 @@
 #include "runner/runner.h"
 
 #include <algorithm>
-#include <cstdint>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <numeric>
 
@@ -37,8 +37,16 @@ class Runner {
  public:
   Runner(const Plan& p, const std::string& model_path, const HostData& d, Backend& b,
          const RunOptions& opt)
-      : p_(p), m_(*p.model), data_(d), b_(b), opt_(opt), reuse_(b, opt.no_reuse), noreuse_(b), rstore_(m_, &b),
-        nstore_(m_, &b), t_(opt.no_reuse ? plan_trace_header(p, model_path) : Trace{}),
+      : p_(p),
+        m_(*p.model),
+        data_(d),
+        b_(b),
+        opt_(opt),
+        reuse_(b, opt.no_reuse),
+        noreuse_(b),
+        rstore_(m_, &b),
+        nstore_(m_, &b),
+        t_(opt.no_reuse ? plan_trace_header(p, model_path) : Trace{}),
         bo_hashes_(b, opt.chunk_hashes),
         probe_select_(ProbeRule{opt.probe_all, opt.probe_every_call, opt.probe_calls_per_key}) {
     rstore_.keep_chunk_hashes(opt.chunk_hashes);
@@ -91,8 +99,10 @@ class Runner {
       }
       for (int e = 0; e < 2; ++e) {
         double spent = w[e] + d[e] + r[e];
-        if (c.key_first_call == c.number) f[e]->first_calls_s += spent;
-        else steady[e].push_back(spent);
+        if (c.key_first_call == c.number)
+          f[e]->first_calls_s += spent;
+        else
+          steady[e].push_back(spent);
       }
     }
     if (opt_.progress) opt_.progress(done, p_.order.size());
@@ -154,10 +164,12 @@ class Runner {
   TensorRef resolve(const BoundArray& a, bool noreuse, bool placeholder_as_zeros, size_t bytes,
                     const ReaderName& reader, int call_no, int* view_call = nullptr) {
     switch (a.kind) {
-      case Binding::Kind::zeros: return zeros(bytes);
+      case Binding::Kind::zeros:
+        return zeros(bytes);
       case Binding::Kind::placeholder:
         return placeholder_as_zeros ? zeros(bytes) : data_.tensor(m_, a);
-      case Binding::Kind::tensor: return data_.tensor(m_, a);
+      case Binding::Kind::tensor:
+        return data_.tensor(m_, a);
       case Binding::Kind::var:
         if (noreuse) return nstore_.read(a, [](const std::string&, ViewRef&) {});
         return rstore_.read(
@@ -184,12 +196,12 @@ class Runner {
     for (auto& spec : oc.info->operands) {
       auto it = h.operands.find(spec.role);
       if (it == h.operands.end()) continue;
-      oc.operands[spec.role] = spec.access == Access::write
-                                   ? part ? store.write(it->second, VarStore::ByteRange{})
-                                          : store.write(it->second)
-                               : it->second.kind == Binding::Kind::zeros
-                                   ? host_zeros(it->second)
-                                   : resolve(it->second, noreuse, false, 0, reader, 0);
+      oc.operands[spec.role] =
+          spec.access == Access::write
+              ? part ? store.write(it->second, VarStore::ByteRange{}) : store.write(it->second)
+          : it->second.kind == Binding::Kind::zeros
+              ? host_zeros(it->second)
+              : resolve(it->second, noreuse, false, 0, reader, 0);
     }
     if (part) {
       for (auto& spec : oc.info->operands) {
@@ -231,7 +243,9 @@ class Runner {
   // Resolves every slot's host array for both engines and records it (hash, source).
   CallInputs inputs(const PlanCall& c) {
     size_t n = c.kernel->slots.size();
-    ReaderName reader = [&c] { return "call " + std::to_string(c.number) + " (" + c.kernel->name + ")"; };
+    ReaderName reader = [&c] {
+      return "call " + std::to_string(c.number) + " (" + c.kernel->name + ")";
+    };
     CallInputs in;
     in.reuse.resize(n);
     in.noreuse.resize(n);
@@ -250,8 +264,8 @@ class Runner {
         if (tc) tc->slots[s].host.view_of_call = view_call;
       }
       // np.empty(0) stands in for freed weights: the engine's write uploads 0 bytes.
-      bool empty = a.kind == Binding::Kind::placeholder &&
-                   a.placeholder == Binding::Placeholder::empty;
+      bool empty =
+          a.kind == Binding::Kind::placeholder && a.placeholder == Binding::Placeholder::empty;
       // Model tensors and the zeros never change during a run: the backend may share them,
       // and their hashes are taken once (host_hashes). Vars (views included) change.
       bool stable = immutable_source(a);
@@ -301,8 +315,10 @@ class Runner {
     size_t h2d_before = noreuse_.h2d_bytes;
     int writes_before = noreuse_.writes;
     std::vector<BoHandle> nbos;
-    if (shadow) nbos = noreuse_.prepare(c, in.noreuse);
-    else noreuse_.account(c);  // the same writes, counted
+    if (shadow)
+      nbos = noreuse_.prepare(c, in.noreuse);
+    else
+      noreuse_.account(c);  // the same writes, counted
     t_.noreuse.write_s += since(tw);
     TraceCall& tc = rec(c);
     tc.h2d_noreuse = noreuse_.h2d_bytes - h2d_before;
@@ -469,10 +485,10 @@ class Runner {
       }
       // The rows the body wrote, when they are known: the reference body ran on this call's
       // own shapes, and no other slot writes the same BO.
-      const SlotAccess* rows = body_is_kernel && !rp.failed && rp.shape_call == &c && !sharing[s] &&
-                                       cmp == ts.host.bytes
-                                   ? &c.bound->access[s]
-                                   : nullptr;
+      const SlotAccess* rows =
+          body_is_kernel && !rp.failed && rp.shape_call == &c && !sharing[s] && cmp == ts.host.bytes
+              ? &c.bound->access[s]
+              : nullptr;
       if (!nbos) {  // written by the body: the same bytes in both engines
         ts.reuse_post = bo_hashes_.after_dispatch(bo, cmp, rows);
         ts.noreuse_post = ts.reuse_post;
@@ -504,7 +520,8 @@ class Runner {
     nout.assign(n, nullptr);
     auto tr = Clock::now();
     for (auto& o : c.outputs)
-      if (valid(o.index) && !rp.failed) rout[static_cast<size_t>(o.index)] = reuse_.read_output(rp, o.index);
+      if (valid(o.index) && !rp.failed)
+        rout[static_cast<size_t>(o.index)] = reuse_.read_output(rp, o.index);
     t_.reuse.read_s += since(tr);
     tr = Clock::now();
     TraceCall& tc = rec(c);
@@ -615,7 +632,8 @@ class Runner {
       auto s = static_cast<size_t>(k.slot);
       const uint8_t* v = reuse_.read_output(rp, k.slot);
       if (k.view)
-        rstore_.keep_view(k.target, ViewRef{rp.slots[s].bo, v, c.slot_bytes[s], 0, &c, k.slot, true});
+        rstore_.keep_view(k.target,
+                          ViewRef{rp.slots[s].bo, v, c.slot_bytes[s], 0, &c, k.slot, true});
       else
         std::memcpy(rstore_.write(k.target).data, v, c.slot_bytes[s]);
     }
@@ -633,11 +651,13 @@ class Runner {
     for (auto& [name, tol] : m_.verify.outputs) {
       BoundArray a{Binding::Kind::var, name, {}, name};
       TensorRef r = rstore_.read(a, [&](const std::string& var, ViewRef& w) {
-        stale_view(var, w, [] { return std::string("the end-to-end verification"); }, 0);
+        stale_view(
+            var, w, [] { return std::string("the end-to-end verification"); }, 0);
       });
       TensorRef n = nstore_.read(a, [](const std::string&, ViewRef&) {});
       Divergence d = compare(r, n);
-      t_.verify.push_back({name, d.cosine, d.max_abs, d.max_rel, d.nan_a + d.inf_a, d.nan_b + d.inf_b});
+      t_.verify.push_back(
+          {name, d.cosine, d.max_abs, d.max_rel, d.nan_a + d.inf_a, d.nan_b + d.inf_b});
     }
   }
 
@@ -650,7 +670,7 @@ class Runner {
   NoReuseEngine noreuse_;
   VarStore rstore_, nstore_;
   Trace t_;
-  Pages zeros_;  // read only
+  Pages zeros_;         // read only
   BoHashes bo_hashes_;  // of the reuse engine's BOs
   HostHashes host_hashes_;
   // False while the reuse and no-reuse dataflows are known to hold identical vars, so the

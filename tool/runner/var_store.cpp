@@ -17,14 +17,20 @@ bool is_prefix(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
 
 VarStore::VarStore(const Model& m, Backend* backend) : backend_(backend) {
   for (auto& d : m.vars) {
-    Var v{&d, std::vector<uint8_t>(static_cast<size_t>(numel(d.shape)) * dtype_size(d.dtype)), {}, {}, {}};
+    Var v{&d,
+          std::vector<uint8_t>(static_cast<size_t>(numel(d.shape)) * dtype_size(d.dtype)),
+          {},
+          {},
+          {}};
     if (d.init)
       fill_tensor(v.base.data(), d.dtype, numel(d.shape), *d.init, m.seed, "var:" + d.name);
     vars_.emplace(d.name, std::move(v));
   }
 }
 
-VarStore::Var& VarStore::var(const std::string& name) { return vars_.at(name); }
+VarStore::Var& VarStore::var(const std::string& name) {
+  return vars_.at(name);
+}
 
 size_t VarStore::region_bytes(const Var& v, size_t depth) const {
   int64_t n = 1;
@@ -58,8 +64,7 @@ TensorRef VarStore::read(const BoundArray& b, const StaleViewFn& on_stale, int* 
       return slice_rows(
           TensorRef{const_cast<uint8_t*>(bytes_of(w)) + offset(v, b.index) - offset(v, key),
                     v.decl->dtype, shape},
-          b.row0,
-          b.nrows);
+          b.row0, b.nrows);
     }
   uint8_t* base = v.base.data() + offset(v, b.index);
   bool inside = false;
@@ -96,7 +101,8 @@ uint64_t VarStore::hash(const std::string& name, const uint8_t* data, size_t n) 
   // Inside the var's own memory (compared as addresses: `data` may point anywhere).
   auto at = reinterpret_cast<uintptr_t>(data), from = reinterpret_cast<uintptr_t>(base);
   bool own = at >= from && at - from <= v.base.size() && n <= v.base.size() - (at - from);
-  if (!chunk_hashes_ || !own || n <= kHashChunk || (at - from) % kHashChunk) return hash_bytes(data, n);
+  if (!chunk_hashes_ || !own || n <= kHashChunk || (at - from) % kHashChunk)
+    return hash_bytes(data, n);
   if (v.fresh.empty()) {
     v.chunk.assign(hash_chunk_count(v.base.size()), 0);
     v.fresh.assign(v.chunk.size(), 0);
@@ -136,7 +142,9 @@ void VarStore::settle(Var& v, const std::vector<int64_t>& index) {
   }
 }
 
-TensorRef VarStore::write(const BoundArray& b) { return write(b, ByteRange{0, SIZE_MAX}); }
+TensorRef VarStore::write(const BoundArray& b) {
+  return write(b, ByteRange{0, SIZE_MAX});
+}
 
 TensorRef VarStore::write(const BoundArray& b, ByteRange changed_bytes) {
   Var& v = var(b.name);

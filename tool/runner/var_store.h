@@ -18,7 +18,7 @@ struct ViewRef {
   // backend (VarStore's `backend`): a host write or sync may have moved it (copy on write).
   const uint8_t* data = nullptr;
   size_t bytes = 0;
-  uint64_t hash = 0;        // of the bytes when the view was returned
+  uint64_t hash = 0;  // of the bytes when the view was returned
   const PlanCall* call = nullptr;
   int slot = -1;
   bool reported = false;

@@ -23,7 +23,7 @@ struct BoDesc {
   size_t bytes = 0;
   int slot = 0;
   std::string kernel;
-  std::string label;  // for logs and errors: "rms_L0/slot 3 (wq)"
+  std::string label;         // for logs and errors: "rms_L0/slot 3 (wq)"
   bool overwritten = false;  // caller writes every byte before use: no need to zero-fill
 };
 
@@ -41,9 +41,9 @@ struct Dispatch {
   std::string kernel;
   const NpuBinary* binary = nullptr;  // null or mode none: run the reference body on the host
   std::vector<BoHandle> bos;
-  std::vector<DType> slot_dtypes;     // how the body views each BO
+  std::vector<DType> slot_dtypes;  // how the body views each BO
   std::vector<Shape> slot_shapes;
-  std::vector<SlotUse> slot_use;      // per slot; empty: every slot may be written
+  std::vector<SlotUse> slot_use;  // per slot; empty: every slot may be written
   // The reference body over the device bytes of each slot (TensorRefs in slot order).
   std::function<void(const std::vector<TensorRef>&)> body;
 };
@@ -57,7 +57,8 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
-  // Allocates a BO, zero-filled unless desc.overwritten. Throws FatalError (exit 3) when the device refuses.
+  // Allocates a BO, zero-filled unless desc.overwritten. Throws FatalError (exit 3) when the device
+  // refuses.
   virtual BoHandle alloc(const BoDesc& desc) = 0;
   virtual size_t size(BoHandle bo) const = 0;
   // Host-visible mapping, writable. On the CPU device its address can change at the next
@@ -87,9 +88,9 @@ class Backend {
 };
 
 struct BackendOptions {
-  std::string kind = "cpu";   // cpu | xrt
+  std::string kind = "cpu";  // cpu | xrt
   int device = 0;
-  int timeout_ms = 10000;     // NPU run wait timeout
+  int timeout_ms = 10000;  // NPU run wait timeout
   // CPU device: a BO's host mapping and device side share one block until either is written,
   // and a whole write from a stable host array shares the array (copy on write; a real-size
   // plan then needs about its weights' size in memory). false: every write and sync copies,

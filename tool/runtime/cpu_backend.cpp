@@ -102,7 +102,8 @@ class CpuBackend final : public Backend {
     std::vector<Need> need;  // a few slots: a linear search beats a map's allocations
     need.reserve(d.bos.size());
     for (size_t i = 0; i < d.bos.size(); ++i) {
-      auto it = std::find_if(need.begin(), need.end(), [&](const Need& n) { return n.bo == d.bos[i]; });
+      auto it =
+          std::find_if(need.begin(), need.end(), [&](const Need& n) { return n.bo == d.bos[i]; });
       Need& n = it != need.end() ? *it : need.emplace_back(Need{d.bos[i]});
       n.slots++;
       SlotUse u = d.slot_use.empty() ? SlotUse::write : d.slot_use[i];
@@ -113,8 +114,10 @@ class CpuBackend final : public Backend {
     }
     for (const Need& n : need) {
       Bo& b = at(n.bo);
-      if (n.write) own(b, b.dev, n.keep || n.slots > 1);
-      else device(b);
+      if (n.write)
+        own(b, b.dev, n.keep || n.slots > 1);
+      else
+        device(b);
     }
     std::vector<TensorRef> slots(d.bos.size());
     for (size_t i = 0; i < d.bos.size(); ++i)
@@ -230,8 +233,8 @@ std::unique_ptr<Backend> make_backend(const BackendOptions& opt) {
                       "(cmake -DBO_DOCTOR_WITH_XRT=ON)",
                       Exit::backend}};
 #endif
-  throw FatalError{{"--backend", "unknown backend '" + opt.kind + "'; expected cpu or xrt",
-                    Exit::bad_input}};
+  throw FatalError{
+      {"--backend", "unknown backend '" + opt.kind + "'; expected cpu or xrt", Exit::bad_input}};
 }
 
 }  // namespace bod

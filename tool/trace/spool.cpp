@@ -1,11 +1,11 @@
 #include "trace/spool.h"
 
-#include "trace/trace_io.h"
-
 #include <istream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <vector>
+
+#include "trace/trace_io.h"
 
 namespace bod {
 

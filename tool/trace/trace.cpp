@@ -6,31 +6,47 @@ namespace bod {
 
 const char* slot_role_name(SlotRole r) {
   switch (r) {
-    case SlotRole::input: return "input";
-    case SlotRole::static_input: return "static";
-    case SlotRole::intermediate: return "intermediate";
+    case SlotRole::input:
+      return "input";
+    case SlotRole::static_input:
+      return "static";
+    case SlotRole::intermediate:
+      return "intermediate";
   }
   return "?";
 }
 
 const char* array_source_name(ArraySource s) {
   switch (s) {
-    case ArraySource::tensor: return "tensor";
-    case ArraySource::var: return "var";
-    case ArraySource::view: return "view";
-    case ArraySource::zeros: return "zeros";
-    case ArraySource::placeholder: return "placeholder";
+    case ArraySource::tensor:
+      return "tensor";
+    case ArraySource::var:
+      return "var";
+    case ArraySource::view:
+      return "view";
+    case ArraySource::zeros:
+      return "zeros";
+    case ArraySource::placeholder:
+      return "placeholder";
   }
   return "?";
 }
 
 namespace {
-bool has(const std::vector<int>& v, int s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+bool has(const std::vector<int>& v, int s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
 }  // namespace
 
-bool TraceCall::is_static(int s) const { return has(statics, s); }
-bool TraceCall::is_inter(int s) const { return has(inters, s); }
-bool TraceCall::is_output(int s) const { return has(outputs, s); }
+bool TraceCall::is_static(int s) const {
+  return has(statics, s);
+}
+bool TraceCall::is_inter(int s) const {
+  return has(inters, s);
+}
+bool TraceCall::is_output(int s) const {
+  return has(outputs, s);
+}
 
 bool TraceCall::diverged() const {
   for (auto& o : outputs_cmp)

@@ -47,7 +47,7 @@ struct VerifySpec {
 
 struct TraceHeader {
   int version = kTraceVersion;
-  std::string producer;    // "bo-doctor 0.1.0 check", "bo-doctor record", ...
+  std::string producer;  // "bo-doctor 0.1.0 check", "bo-doctor record", ...
   std::string model_name;
   std::string model_path;  // file the call paths point into (findings print it)
   std::string backend;     // "cpu", "xrt", "npu"
@@ -81,7 +81,7 @@ struct HostArray {
   size_t bytes = 0;
   uint64_t hash = 0;  // XXH3-64 of the bytes the reuse engine was given
   ArraySource source = ArraySource::zeros;
-  std::string name;   // binding as written: "wq[2]", "x", "zeros"
+  std::string name;      // binding as written: "wq[2]", "x", "zeros"
   int view_of_call = 0;  // source == view: the call whose BO it points into
 };
 
@@ -97,8 +97,8 @@ struct BodyAccess {
 
 struct ProbeResult {
   bool probed = false;
-  bool read = false;             // a canary in this slot changed the outputs
-  size_t unwritten_bytes = 0;    // bytes that kept the canary through dispatch
+  bool read = false;           // a canary in this slot changed the outputs
+  size_t unwritten_bytes = 0;  // bytes that kept the canary through dispatch
 };
 
 struct TraceSlot {
@@ -110,10 +110,10 @@ struct TraceSlot {
   Placement place;
   BodyAccess access;  // meaningful with caps.access
   // Reuse engine (caps.run)
-  size_t bo_bytes = 0;       // size of the BO (fixed at its first use)
-  bool written = false;      // host write + sync happened this call
+  size_t bo_bytes = 0;   // size of the BO (fixed at its first use)
+  bool written = false;  // host write + sync happened this call
   size_t written_bytes = 0;
-  uint64_t written_hash = 0; // XXH3-64 of the bytes written
+  uint64_t written_hash = 0;               // XXH3-64 of the bytes written
   uint64_t reuse_pre = 0, reuse_post = 0;  // BO bytes before / after dispatch
   // No-reuse engine (caps.no_reuse): fresh BOs, every slot written
   uint64_t noreuse_pre = 0, noreuse_post = 0;
@@ -134,8 +134,8 @@ struct OutputMetrics {
 
 struct TraceCall {
   // Identity (always present)
-  int number = 0;   // 1-based, in execution order
-  std::string ns;   // cache instance
+  int number = 0;  // 1-based, in execution order
+  std::string ns;  // cache instance
   std::string kernel;
   std::string bo_key, bo_key_template;
   std::vector<int> statics, inters, outputs;  // as the call declared them
@@ -143,13 +143,13 @@ struct TraceCall {
   std::map<int, std::string> alias;  // slot -> alias pool name
   std::string phase;                 // labels
   long long token = -1, layer = -1;
-  std::string path;                  // source location (JSON pointer, or file:line)
-  int thread = 0;  // the program thread that made the call: 0 the first to call, 1, 2 ... others
-  int key_first_call = 0;            // first call of this bo_key in this namespace
+  std::string path;  // source location (JSON pointer, or file:line)
+  int thread = 0;    // the program thread that made the call: 0 the first to call, 1, 2 ... others
+  int key_first_call = 0;  // first call of this bo_key in this namespace
   std::vector<TraceSlot> slots;
   // Run (caps.run)
-  bool failed = false;       // the reuse engine raised instead of running the kernel
-  std::string error;         // what it raised
+  bool failed = false;  // the reuse engine raised instead of running the kernel
+  std::string error;    // what it raised
   size_t h2d_reuse = 0, h2d_noreuse = 0;
   int writes_reuse = 0, writes_noreuse = 0;
   std::vector<OutputMetrics> outputs_cmp;  // caps.no_reuse
@@ -158,18 +158,18 @@ struct TraceCall {
   bool is_static(int s) const;
   bool is_inter(int s) const;
   bool is_output(int s) const;
-  bool diverged() const;  // an output differs between the engines
+  bool diverged() const;      // an output differs between the engines
   std::string where() const;  // "decode t=3 l=1"
 };
 
 // A read of a zero-copy output view whose BO had been overwritten since it was returned.
 struct ViewRead {
-  std::string var;          // the var read, e.g. "caps[2]"
-  std::string reader;       // "call 17 (attn)", "host step ...", "the end-to-end verification"
-  int read_call = 0;        // 0 when not a kernel call
-  int captured_call = 0;    // the call that returned the view
-  int slot = -1;            // its output slot
-  int overwritten_by = 0;   // the call that last changed the BO
+  std::string var;         // the var read, e.g. "caps[2]"
+  std::string reader;      // "call 17 (attn)", "host step ...", "the end-to-end verification"
+  int read_call = 0;       // 0 when not a kernel call
+  int captured_call = 0;   // the call that returned the view
+  int slot = -1;           // its output slot
+  int overwritten_by = 0;  // the call that last changed the BO
   bool overwritten_by_host_write = false;  // by that call's host write, not its kernel
 };
 
@@ -210,6 +210,7 @@ struct Trace {
   EngineFigures reuse, noreuse;
   bool timings = false;  // figures carry measured times
   double wall_s = 0;
+  bool finished = true;  // the run reached its end ("end" line): false when the program stopped early
 
   const KernelInfo* kernel(const std::string& name) const;
   // The call with this number, or null.

@@ -179,6 +179,7 @@ Status read_figures(Cursor& c, const rjson& o, ReadCtx& st) {
 }
 
 Status read_end(Cursor& c, const rjson& o, ReadCtx& st) {
+  st.t.finished = true;
   return read_record(c, o, end_record(), st.t, st);
 }
 
@@ -369,6 +370,7 @@ const char* file_kind(mode_t m) {
 Result<Trace> read_trace(std::istream& in, const std::string& name, const TraceLimits& limits) {
   Cursor c(name);
   ReadCtx st(limits);
+  st.t.finished = false;  // until its "end" line
   LineReader lines(in, limits.max_line_bytes);
   DupKeys dk;
   std::string s;

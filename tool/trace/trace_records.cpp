@@ -241,11 +241,11 @@ const Record<TraceHeader>& header_record() {
               obj<R, &R::caps, Capabilities, caps_record>("capabilities", "what the trace carries"),
               list<R, &R::kernels, KernelInfo, kernel_record>("kernels", "kernel names are unique"),
               obj<R, nullptr, R, header_verify_record>("verify", "the verification's tolerances"),
-      f<R, &R::named_bindings, Bool>(
-          "named_bindings",
-          "false when host binding names were made up by a recorder (no check relies on them); "
-          "written only when false",
-          Gate::none, Presence::optional, made_up_names),
+              f<R, &R::named_bindings, Bool>("named_bindings",
+                                             "false when host binding names were made up by a "
+                                             "recorder (no check relies on them); "
+                                             "written only when false",
+                                             Gate::none, Presence::optional, made_up_names),
           },
           &unique_kernels}
           .keyed();

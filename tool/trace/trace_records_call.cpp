@@ -310,9 +310,10 @@ const Record<TraceCall>& call_record() {
                   "writes", "BO writes [reuse, no-reuse]; second 0 without no_reuse", kRun),
               list<R, &R::outputs_cmp, OutputMetrics, output_record>(
                   "outputs", "output comparisons", kNoReuse),
-          f<R, &R::thread, Int<0, INT_MAX>>(
-              "thread", "the thread that made the call, in order of first call; written when not 0",
-              Gate::none, Presence::optional, on_another_thread),
+              f<R, &R::thread, Int<0, INT_MAX>>(
+                  "thread",
+                  "the thread that made the call, in order of first call; written when not 0",
+                  Gate::none, Presence::optional, on_another_thread),
           },
           &name_slots}
           .keyed();

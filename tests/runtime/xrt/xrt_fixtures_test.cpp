@@ -21,9 +21,8 @@ struct Proc {
 };
 
 Proc run(const std::string& args, bool xrt) {
-  std::string env = xrt ? std::string("XILINX_XRT='") + BOD_XRT_NOOP_DIR +
-                              "' XCL_EMULATION_MODE=noop "
-                        : "";
+  std::string env =
+      xrt ? std::string("XILINX_XRT='") + BOD_XRT_NOOP_DIR + "' XCL_EMULATION_MODE=noop " : "";
   // `timeout`: a hang (XRT's exit handler once did) fails the test instead of the CI run.
   std::string cmd = env + "timeout 120 '" + BOD_BINARY + "' " + args + " 2>/dev/null";
   Proc r;
@@ -71,8 +70,9 @@ TEST_P(XrtFixture, SameFindingsAsCpu) {
 
 INSTANTIATE_TEST_SUITE_P(All, XrtFixture, ::testing::ValuesIn(fixture_models()),
                          [](const ::testing::TestParamInfo<std::string>& i) {
-                           std::string n = fs::path(i.param).parent_path().parent_path().filename().string() +
-                                           "_" + fs::path(i.param).parent_path().filename().string();
+                           std::string n =
+                               fs::path(i.param).parent_path().parent_path().filename().string() +
+                               "_" + fs::path(i.param).parent_path().filename().string();
                            for (auto& ch : n)
                              if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
                            return n;
@@ -84,7 +84,8 @@ INSTANTIATE_TEST_SUITE_P(All, XrtFixture, ::testing::ValuesIn(fixture_models()),
 TEST(XrtXclbinModel, LaunchesTheDeclaredBinary) {
   fs::path dir = fs::temp_directory_path() / ("bod_xclbin_model_" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  json m = json::parse(std::ifstream(fs::path(BOD_FIXTURES_DIR) / "models/tutorial-mini/model.json"));
+  json m =
+      json::parse(std::ifstream(fs::path(BOD_FIXTURES_DIR) / "models/tutorial-mini/model.json"));
   std::string kernel = m["kernels"].begin().key();
   int slots = static_cast<int>(m["kernels"][kernel]["slots"].size());
   ASSERT_TRUE(bod::testutil::write_noop_xclbin((dir / "k.xclbin").string(), kernel, slots));
