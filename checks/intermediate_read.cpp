@@ -1,5 +1,9 @@
 // intermediate-read: a slot in intermediate_indices is read by the kernel before it is
 // written, so skipping its host write feeds the kernel stale bytes.
+#include <map>
+#include <string_view>
+#include <tuple>
+
 #include "checks/checks.h"
 
 namespace bod {
@@ -35,9 +39,59 @@ void latent(const Trace& t, const TraceCall& c, const TraceSlot& s, FindingSink&
   sink.add(std::move(f));
 }
 
+// A recording has no kernel bodies (no access facts): judged by the caller's own data. A skipped
+// intermediate slot normally holds the previous call's output (the B2 pattern: the caller
+// passes the same scratch each time) and is no finding. When the caller passes new data for it
+// (other bytes than it passed there at the key's previous call) that the BO does not hold, the
+// slot was meant as input and the kernel may read bytes the caller never sent: a warning
+// without shadow outputs, then an error when the outputs diverged, a note when they are
+// bit-identical.
+void recorded(const Trace& t, FindingSink& sink) {
+  std::map<std::tuple<std::string_view, std::string_view, int>, uint64_t> passed;
+  for (auto& c : t.calls) {
+    for (auto& s : c.slots) {
+      if (s.role != SlotRole::intermediate || s.host.source == ArraySource::placeholder ||
+          s.host.source == ArraySource::view)
+        continue;
+      auto key = std::make_tuple(std::string_view(c.ns), std::string_view(c.bo_key), s.slot);
+      auto it = passed.find(key);
+      bool new_data = it != passed.end() && it->second != s.host.hash;
+      passed[key] = s.host.hash;
+      if (c.failed || s.written || !new_data || s.place.pool == BoPool::alias ||
+          s.reuse_pre == s.host.hash || s.host.bytes != s.bo_bytes)
+        continue;
+      Finding f = make_finding(kInfo, c, s.slot, c.key_first_call);
+      f.message = "intermediate slot " + s.name + " was passed new data (" + s.host.name +
+                  ") but not written: the kernel ran on the bytes the BO held";
+      f.evidence = {{"device bytes before dispatch vs the call's host data",
+                     hash_pair(s.reuse_pre, s.host.hash)}};
+      if (!t.header.caps.no_reuse) {
+        f.severity = Severity::warning;
+        f.message += "; whether it reads them: record --shadow to decide";
+        f.severity_basis = "the caller meant the slot as input, but nothing shows yet whether "
+                           "the kernel reads it (no shadow outputs)";
+      } else if (c.diverged() && !only_intermediates_stale(c)) {
+        f.severity = Severity::warning;
+        f.message += "; the outputs diverged, but other slots of the call were stale too";
+        f.severity_basis = "the outputs diverged, but a stale non-intermediate slot may be why";
+      } else if (c.diverged()) {
+        f.message += ", and its outputs differ from the no-reuse run's";
+        f.severity_basis = "the kernel read bytes the caller never sent: the outputs diverged";
+      } else {
+        f.severity = Severity::note;
+        f.message += "; benign here: the outputs are bit-identical to the no-reuse run's";
+        f.severity_basis = "the shadow outputs are bit-identical: the kernel overwrote the slot "
+                           "before reading it, or never read it";
+      }
+      sink.add(std::move(f));
+    }
+  }
+}
+
 }  // namespace
 
 void run_intermediate_read(const Trace& t, FindingSink& sink) {
+  if (t.header.caps.run && !t.header.caps.access) return recorded(t, sink);
   if (lacks(t, kInfo)) return;
   for (auto& c : t.calls) {
     if (c.failed) continue;  // the reuse engine never ran it: size-mismatch says why

@@ -983,3 +983,47 @@ TEST(TraceCheck_KeyCollision, FiresWithoutNoReuseOrLabelsFromTheBytes) {
 
 }  // namespace
 }  // namespace bod
+
+namespace bod {
+namespace {
+
+// A recording (no kernel bodies): call 2 passes new data (8) for an intermediate slot whose BO
+// still holds 7. Caps: run, and no_reuse when `shadow`.
+TraceBuilder new_data_in_intermediate(bool shadow, uint64_t second) {
+  TraceBuilder b;
+  b.caps(only_caps(true, shadow));
+  b.kernel("k", {"x", "s", "out"});
+  b.call("k", "k").inters({1}).slot(1).var("s").hash(7);
+  b.call("k", "k").inters({1}).slot(1).var("s").hash(second).pre(7, second);
+  return b;
+}
+
+TEST(TraceCheck_IntermediateRead, RecordedNewDataWithoutShadowIsAWarning) {
+  auto v = run_check(run_intermediate_read, new_data_in_intermediate(false, 8).build());
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  EXPECT_EQ(v[0].call, 2);
+  EXPECT_EQ(v[0].slot, 1);
+  EXPECT_EQ(v[0].severity, Severity::warning);
+  EXPECT_NE(v[0].message.find("record --shadow to decide"), std::string::npos) << v[0].message;
+}
+
+TEST(TraceCheck_IntermediateRead, RecordedSameScratchEachCallIsSilent) {
+  // The B2 pattern: the caller passes the same scratch; the BO holds the last output.
+  EXPECT_TRUE(run_check(run_intermediate_read, new_data_in_intermediate(false, 7).build()).empty());
+  EXPECT_TRUE(run_check(run_intermediate_read, new_data_in_intermediate(true, 7).build()).empty());
+}
+
+TEST(TraceCheck_IntermediateRead, RecordedWithShadowSeverityFromTheOutputs) {
+  auto diverged = new_data_in_intermediate(true, 8);
+  diverged.at(2).diverged(2, 0.5);
+  auto v = run_check(run_intermediate_read, diverged.build());
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  EXPECT_EQ(v[0].severity, Severity::error);
+  auto same = run_check(run_intermediate_read, new_data_in_intermediate(true, 8).build());
+  ASSERT_EQ(same.size(), 1u) << describe(same);
+  EXPECT_EQ(same[0].severity, Severity::note);
+  EXPECT_NE(same[0].message.find("bit-identical"), std::string::npos) << same[0].message;
+}
+
+}  // namespace
+}  // namespace bod
