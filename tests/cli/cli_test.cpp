@@ -342,5 +342,37 @@ TEST_F(Cli, AnalyzeTraceFromAnotherLanguage) {
   EXPECT_EQ(a.out.find("without reuse"), std::string::npos) << a.out;
 }
 
+// record's -o is judged before the program runs: never the program itself, a link, a folder or
+// a file that is not a bo-doctor output (without --force); the program does not run.
+TEST_F(Cli, RecordRefusesABadOutputBeforeTheProgramRuns) {
+  fs::path prog = dir_ / "run.py", marker = dir_ / "ran";
+  std::ofstream(prog) << "open(" << quote(marker.string()) << ", 'w').write('x')\n";
+  std::string before = testing::slurp(prog);
+  std::string py = " -- /usr/bin/python3 " + quote(prog.string());
+  Proc a = run("record -o " + quote(prog.string()) + py);
+  EXPECT_EQ(a.code, 2) << a.err;
+  EXPECT_NE(a.err.find("names the input file"), std::string::npos) << a.err;
+  fs::create_symlink(dir_ / "nowhere", dir_ / "link");
+  Proc b = run("record -o " + quote((dir_ / "link").string()) + py);
+  EXPECT_EQ(b.code, 2) << b.err;
+  EXPECT_NE(b.err.find("symbolic link"), std::string::npos) << b.err;
+  Proc c = run("record -o " + quote(dir_.string()) + py);
+  EXPECT_EQ(c.code, 2) << c.err;
+  EXPECT_NE(c.err.find("a directory"), std::string::npos) << c.err;
+  fs::path notes = dir_ / "notes.txt";
+  std::ofstream(notes) << "my notes\n";
+  Proc d = run("record -o " + quote(notes.string()) + py);
+  EXPECT_EQ(d.code, 2) << d.err;
+  EXPECT_NE(d.err.find("--force"), std::string::npos) << d.err;
+  EXPECT_FALSE(fs::exists(marker)) << "the program ran although -o was refused";
+  EXPECT_EQ(testing::slurp(prog), before);
+  EXPECT_EQ(testing::slurp(notes), "my notes\n");
+  for (auto& e : fs::directory_iterator(dir_))
+    EXPECT_EQ(e.path().string().find(".spool."), std::string::npos) << e.path();
+  Proc f = run("record --force -o " + quote(notes.string()) + py);
+  EXPECT_EQ(f.code, 0) << f.err;
+  EXPECT_TRUE(fs::exists(marker));
+}
+
 }  // namespace
 }  // namespace bod

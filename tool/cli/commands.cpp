@@ -28,6 +28,51 @@
 
 namespace bod {
 
+bool same_file(const std::string& out, const std::string& in) {
+  if (out.empty() || in.empty() || out == "-" || in == "-") return false;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::equivalent(out, in, ec)) return true;
+  auto a = fs::weakly_canonical(out, ec);
+  if (ec) return false;
+  auto b = fs::weakly_canonical(in, ec);
+  return !ec && a == b;
+}
+
+// An output option (-o, --save-trace) naming the input file is refused before any write.
+Status not_input(const std::string& flag, const std::string& out, const std::string& in) {
+  if (!same_file(out, in)) return ok_status();
+  return Error{out, flag + " names the input file " + in +
+                        "; writing there would overwrite the "
+                        "input, expected another file name"};
+}
+
+// An existing output file is replaced only when it is empty or a previous bo-doctor output
+// ("bo-doctor" within its first or last 4 KiB: every report, trace, baseline and skeleton
+// says so), unless --force: a mistyped -o must not eat a source file.
+Status may_replace(const std::string& flag, const std::string& out, bool force) {
+  if (out.empty() || out == "-" || out == "/dev/stdout" || force) return ok_status();
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(std::filesystem::symlink_status(out, ec)))
+    return ok_status();
+  auto size = std::filesystem::file_size(out, ec);
+  if (ec || size == 0) return ok_status();
+  FILE* f = std::fopen(out.c_str(), "rb");
+  if (!f) return ok_status();  // the write reports why it cannot open it
+  std::string head(4096, '\0'), tail(4096, '\0');
+  head.resize(std::fread(head.data(), 1, head.size(), f));
+  if (size > 4096 && std::fseek(f, -4096, SEEK_END) == 0)
+    tail.resize(std::fread(tail.data(), 1, tail.size(), f));
+  else
+    tail.clear();
+  std::fclose(f);
+  if (head.find("bo-doctor") != std::string::npos || tail.find("bo-doctor") != std::string::npos)
+    return ok_status();
+  return Error{out, flag +
+                        " would replace a file that is not a bo-doctor report; expected a new "
+                        "file name, or --force to replace it"};
+}
+
 namespace {
 
 CommandResult fail(const Error& e) {
@@ -112,51 +157,6 @@ Error at_model(const CommandOptions& o, Error e) {
 }
 
 // Whether writing `out` would replace the input file `in` (the same file, by any name).
-bool same_file(const std::string& out, const std::string& in) {
-  if (out.empty() || in.empty() || out == "-" || in == "-") return false;
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::equivalent(out, in, ec)) return true;
-  auto a = fs::weakly_canonical(out, ec);
-  if (ec) return false;
-  auto b = fs::weakly_canonical(in, ec);
-  return !ec && a == b;
-}
-
-// An output option (-o, --save-trace) naming the input file is refused before any write.
-Status not_input(const std::string& flag, const std::string& out, const std::string& in) {
-  if (!same_file(out, in)) return ok_status();
-  return Error{out, flag + " names the input file " + in +
-                        "; writing there would overwrite the "
-                        "input, expected another file name"};
-}
-
-// An existing output file is replaced only when it is empty or a previous bo-doctor output
-// ("bo-doctor" within its first or last 4 KiB: every report, trace, baseline and skeleton
-// says so), unless --force: a mistyped -o must not eat a source file.
-Status may_replace(const std::string& flag, const std::string& out, bool force) {
-  if (out.empty() || out == "-" || out == "/dev/stdout" || force) return ok_status();
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(std::filesystem::symlink_status(out, ec)))
-    return ok_status();
-  auto size = std::filesystem::file_size(out, ec);
-  if (ec || size == 0) return ok_status();
-  FILE* f = std::fopen(out.c_str(), "rb");
-  if (!f) return ok_status();  // the write reports why it cannot open it
-  std::string head(4096, '\0'), tail(4096, '\0');
-  head.resize(std::fread(head.data(), 1, head.size(), f));
-  if (size > 4096 && std::fseek(f, -4096, SEEK_END) == 0)
-    tail.resize(std::fread(tail.data(), 1, tail.size(), f));
-  else
-    tail.clear();
-  std::fclose(f);
-  if (head.find("bo-doctor") != std::string::npos || tail.find("bo-doctor") != std::string::npos)
-    return ok_status();
-  return Error{out, flag +
-                        " would replace a file that is not a bo-doctor report; expected a new "
-                        "file name, or --force to replace it"};
-}
-
 // Every output option, checked before the run so a refused one costs nothing.
 Status check_outputs(const CommandOptions& o) {
   BOD_CHECK(not_input("--output", o.output, o.model));

@@ -57,12 +57,19 @@ std::vector<std::string> list_checks_formats();
 CommandResult cmd_explain(const std::string& id);
 
 // `bo-doctor record`: the program to run under the recorder and where the trace goes.
+// An output option (-o, --save-trace) naming the input file `in` is refused before any write.
+Status not_input(const std::string& flag, const std::string& out, const std::string& in);
+// An existing output file is replaced only when it is empty or a previous bo-doctor output,
+// unless `force`: a mistyped -o must not eat a source file.
+Status may_replace(const std::string& flag, const std::string& out, bool force);
+
 struct RecordOptions {
   std::vector<std::string> command;  // program and arguments (after --)
   std::string output;                // trace file; default run.trace.jsonl
   bool shadow = false;               // re-run each call on fresh BOs and compare outputs
   std::string target;                // module:Class.method; default every KernelCache.load_and_run
   std::string labels = "auto";       // auto: label() then heuristics; explicit: label() only
+  bool force = false;                // -o may replace a file that is not a bo-doctor output
 };
 // Runs the program with the recorder injected, then writes the trace; exits with the program's
 // status (the summary line goes to `err`).

@@ -130,6 +130,24 @@ CommandResult cmd_record(const RecordOptions& o) {
                       "the Python recorder is missing here; set BOD_RECORDER_DIR "
                       "to the folder holding sitecustomize.py",
                       Exit::bad_input});
+  // The output is judged before the program runs: a refused -o must not cost the user a run,
+  // and must never replace the program, its inputs or a file that is not ours.
+  {
+    std::error_code ec;
+    auto ls = fs::symlink_status(out, ec);
+    if (!ec && fs::exists(ls) && !fs::is_regular_file(ls))
+      return fail(Error{out,
+                        std::string("-o names ") +
+                            (fs::is_symlink(ls)     ? "a symbolic link"
+                             : fs::is_directory(ls) ? "a directory"
+                                                    : "a special file") +
+                            "; expected a regular file name for the trace",
+                        Exit::bad_input});
+    for (size_t i = 0; i < o.command.size(); ++i)
+      if (fs::exists(o.command[i], ec))
+        if (auto st = not_input("-o", out, o.command[i]); !st) return fail(st.error());
+    if (auto st = may_replace("-o", out, o.force); !st) return fail(st.error());
+  }
   fs::path dir = fs::absolute(out).parent_path();
   std::string spool =
       (dir / (fs::path(out).filename().string() + ".spool." + std::to_string(getpid()))).string();

@@ -180,6 +180,8 @@ CommandResult run_cli(int argc, char** argv) {
       "record", "run a Python program with the recorder injected and write its trace");
   record->add_option("-o,--output", ro.output, "trace file to write");
   ro.output = "run.trace.jsonl";
+  record->add_flag("--force", ro.force,
+                   "let -o replace an existing file that is not a bo-doctor output");
   record->add_flag("--shadow", ro.shadow,
                    "also run every call on fresh BOs with every slot written, and compare outputs");
   record->add_option("--target", ro.target,
