@@ -77,11 +77,12 @@ def _matches(v, targets):
     return any(v is t or b is t for t in targets)
 
 
-def _find(value, targets, depth):
-    """The subscript path (e.g. "[2]['out']") to a target inside value, None when none."""
+def _find(value, targets, depth, skip):
+    """The subscript path (e.g. "[2]['out']") to a target inside value, None when none; lists
+    whose id is in skip are not looked into."""
     if _matches(value, targets):
         return ""
-    if depth == 0:
+    if depth == 0 or id(value) in skip:
         return None
     if isinstance(value, (list, tuple)):
         items = enumerate(value[:1000])
@@ -91,26 +92,44 @@ def _find(value, targets, depth):
         return None
     for k, e in items:
         if isinstance(e, (list, tuple, dict)) or _matches(e, targets):
-            p = _find(e, targets, depth - 1)
+            p = _find(e, targets, depth - 1, skip)
             if p is not None:
                 return "[%r]%s" % (k, p)
     return None
 
 
-def name_of(targets):
+def name_of(targets, arg_lists=()):
     """How the program names one of targets (a view or arrays made from it): a local or global
     of its innermost frames, or an item two levels down a list, tuple or dict one of them
     holds (`caps[2]`, `outs[0]['ffn']`); the __main__ module's globals after the program's
-    frames have returned. None when the recorder finds no name."""
+    frames have returned. A holder that is not an argument list (arg_lists: the ids of recorded
+    calls' arguments) is named first. None when the recorder finds no name."""
     spaces = [frame_locals(f) for f in program_frames(NAME_FRAMES)]
     main = sys.modules.get("__main__")
     if main is not None:
         spaces.append(vars(main))
-    for space in spaces:
-        for k, v in list(space.items()):
-            if k.startswith("__"):
-                continue
-            p = _find(v, targets, 2)
-            if p is not None:
-                return k + p
+    for skip_args in (True, False):
+        skip = set()
+        if skip_args:
+            for space in spaces:
+                skip |= _argument_lists_in(space, arg_lists)
+        for space in spaces:
+            for k, v in list(space.items()):
+                if k.startswith("__"):
+                    continue
+                p = _find(v, targets, 2, skip)
+                if p is not None:
+                    return k + p
     return None
+
+
+def _argument_lists_in(space, arg_lists, depth=2):
+    """ids of the argument lists in a namespace, down to depth levels of lists and dicts."""
+    found, todo = set(), [(v, 0) for v in list(space.values())]
+    while todo:
+        v, d = todo.pop()
+        if type(v) is list and tuple(map(id, v)) in arg_lists:
+            found.add(id(v))
+        elif d < depth and isinstance(v, (list, tuple, dict)):
+            todo += [(e, d + 1) for e in (list(v.values()) if isinstance(v, dict) else v[:1000])]
+    return found

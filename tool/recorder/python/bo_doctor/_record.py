@@ -28,6 +28,7 @@ import numpy as np
 from ._attach import Attacher, parse_target
 from ._bos import BoTable
 from ._capture import CallCapture, bind, dtype_name
+from ._frames import refresh_snapshots
 from ._labels import call_labels, caller_path, holder_name
 from ._records import CallRecord, EndRecord, HeaderRecord, KernelRecord, KernelSlot
 from ._shadow import Shadow
@@ -157,6 +158,7 @@ class Recorder:
             if not self.stopped:
                 t0 = time.perf_counter()
                 try:
+                    refresh_snapshots()
                     events = self.views.held(set(), "the program, which still held it at exit",
                                              at_exit=True)
                 except Exception as e:

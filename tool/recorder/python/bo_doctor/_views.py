@@ -202,7 +202,8 @@ class ViewTable:
             if only_argument_lists(v.ref, passed, lists):
                 v.excused = True
                 continue
-            var = name_of([a for a in [v.ref()] + [r() for r in passed] if a is not None]) or \
+            var = name_of([a for a in [v.ref()] + [r() for r in passed] if a is not None],
+                          lists) or \
                 "view of call %d slot %d" % (v.call, v.slot)
             events.append(self.event(v, var, reader, 0))
         return events
