@@ -112,7 +112,8 @@ class CallCapture:
         self.hosts = [self.describe(rec, i, x) for i, x in enumerate(a.inputs)]
         self.events += views.reads(n, self.kernel, a.inputs, self.written)
         self.events += views.held(iteration_keys(self.loops), "the program, which still "
-                                   "held it at call %d (%s)" % (n, self.kernel))
+                                  "held it at call %d (%s)" % (n, self.kernel),
+                                  thread=self.thread)
         views.note_arguments(self.ns, a.key, a.inputs)
         self.pre = {}
         if not self.new:
@@ -203,7 +204,7 @@ class CallCapture:
         if self.thread:
             call.thread = self.thread
         rec.views.rehash(n, iteration_key(self.loops),
-                         {b: w and not k for b, (w, k) in changes.items()})
+                         {b: w and not k for b, (w, k) in changes.items()}, self.thread)
         if results is not None:
             rec.bos.note_viewed(results, bos, out_set)
             rec.views.note_returned(n, results, bos, out_set)

@@ -47,28 +47,25 @@ def _refs(ref):
     return _count(ref) - _OWN
 
 
-def _in_argument_lists(ref, arg_lists):
-    """How many references to ref's object come from items of argument lists."""
-    n = 0
-    for r in gc.get_referrers(ref()):
-        if type(r) is list and tuple(map(id, r)) in arg_lists:
-            n += sum(1 for e in r if e is ref())
-    return n
-
-
 def only_argument_lists(view_ref, passed_refs, arg_lists):
     """True when the view (view_ref: a weak reference) is held only through argument lists:
     directly, or by arrays made from it (passed_refs: weak references to arrays the program
     passed to recorded calls) that only argument lists hold. arg_lists: a set of tuples of the
-    ids of recorded calls' arguments."""
+    ids of recorded calls' arguments. One pass of the garbage collector's referrers."""
     if view_ref() is None:
         return True
     made = [r for r in passed_refs if r() is not None and r() is not view_ref() and
             getattr(r(), "base", None) is view_ref()]
-    direct = _refs(view_ref) - len(made)
-    if direct < 0 or _in_argument_lists(view_ref, arg_lists) != direct:
-        return False
-    return all(_in_argument_lists(r, arg_lists) == _refs(r) for r in made)
+    refs = [_refs(view_ref)] + [_refs(r) for r in made]  # counted while no local holds them
+    lists = [r for r in gc.get_referrers(view_ref(), *[r() for r in made])
+             if type(r) is list and tuple(map(id, r)) in arg_lists]
+
+    def in_lists(ref):
+        return sum(1 for lst in lists for e in lst if e is ref())
+
+    direct = refs[0] - len(made)  # each array made from the view holds it once (.base)
+    return direct >= 0 and in_lists(view_ref) == direct and \
+        all(in_lists(r) == n for r, n in zip(made, refs[1:]))
 
 
 def _matches(v, targets):

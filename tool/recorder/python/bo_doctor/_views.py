@@ -69,7 +69,7 @@ class View:
         self.orig = block_hashes(arr)  # what it showed when returned (or the program wrote)
         self.now = self.orig.copy()    # what it showed when last hashed
         self.last_change, self.by_host = 0, False
-        self.stale_since, self.stale_key = 0, None
+        self.stale_since, self.stale_key, self.stale_thread = 0, None, 0
         self.passed = {}               # id -> weak ref of arrays made from it passed to calls
         self.done = self.excused = False
 
@@ -120,10 +120,11 @@ class ViewTable:
                 best = v if best is None or v.call > best.call else best
         return best
 
-    def rehash(self, call=0, key=None, wrote=None):
+    def rehash(self, call=0, key=None, wrote=None, thread=0):
         """Hashes the live views again. call 0: changes since the last hashing are the program's
         own writes; call n: call n overwrote them (wrote: id(bo) -> whether call n's change of
-        that BO was a host write rather than its kernel); key: call n's iteration_key."""
+        that BO was a host write rather than its kernel); key: call n's iteration_key; thread:
+        the thread that made it."""
         memo = {}
         for v, arr in self.alive():
             region = (v.addr, v.nbytes, v.contiguous)
@@ -141,7 +142,7 @@ class ViewTable:
             if not (v.now != v.orig).any():
                 v.stale_since, v.stale_key = 0, None
             elif call and not v.stale_since:
-                v.stale_since, v.stale_key = call, key
+                v.stale_since, v.stale_key, v.stale_thread = call, key, thread
 
     def note_returned(self, n, results, bos, out_set):
         """Tracks the output arrays call n returned (zero-copy views into its BOs)."""
@@ -188,15 +189,16 @@ class ViewTable:
             events.append(self.event(v, var, "call %d (%s)" % (n, kernel), n))
         return events
 
-    def held(self, running_keys, reader, at_exit=False):
-        """view_read events of overwritten views the program still holds: at a call whose
-        running loops' iteration keys are running_keys, or at exit."""
+    def held(self, running_keys, reader, at_exit=False, thread=0):
+        """view_read events of overwritten views the program still holds: at a call of thread
+        `thread` whose running loops' iteration keys are running_keys (views that thread's
+        calls overwrote), or at exit (all)."""
         events = []
         lists = set(self.arg_lists.values())
         for v in list(self.views.values()):
             if v.done or not v.stale_since or v.ref() is None or \
-                    (v.excused and not at_exit) or \
-                    (not at_exit and v.stale_key is not None and v.stale_key in running_keys):
+                    (not at_exit and (v.excused or v.stale_thread != thread or
+                                      v.stale_key is not None and v.stale_key in running_keys)):
                 continue
             passed = [r for r in list(v.passed.values()) if r() is not None]
             if only_argument_lists(v.ref, passed, lists):
