@@ -73,6 +73,14 @@ class View:
         self.passed = {}               # id -> weak ref of arrays made from it passed to calls
         self.done = self.excused = False
 
+    def note_passed(self, x):
+        """Remembers an array made from this view that the program passed to a call."""
+        r = self.passed.get(id(x))
+        if r is None or r() is not x:
+            if len(self.passed) >= 64:
+                self.passed = {k: w for k, w in self.passed.items() if w() is not None}
+            self.passed[id(x)] = weakref.ref(x)
+
     def blocks_of(self, arr):
         """The block range [first, last) that an array in this view's memory reaches."""
         if not self.contiguous:
@@ -181,7 +189,7 @@ class ViewTable:
             if v is None:
                 continue
             if x is not v.ref():
-                v.passed.setdefault(id(x), weakref.ref(x))
+                v.note_passed(x)
             first, last = v.blocks_of(x)
             if v.done or not written[i] or not (v.now[first:last] != v.orig[first:last]).any():
                 continue
