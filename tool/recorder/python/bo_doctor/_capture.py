@@ -111,8 +111,8 @@ class CallCapture:
         views.rehash()  # bytes the program wrote itself since the last call
         self.hosts = [self.describe(rec, i, x) for i, x in enumerate(a.inputs)]
         self.events += views.reads(n, self.kernel, a.inputs, self.written)
-        self.events += views.held(iteration_keys(self.loops), "the program, which still "
-                                  "held it at call %d (%s)" % (n, self.kernel),
+        self.events += views.held(iteration_keys(self.loops),
+                                  "the program (which still held it at call %d)" % n,
                                   thread=self.thread)
         views.note_arguments(self.ns, a.key, a.inputs)
         self.pre = {}

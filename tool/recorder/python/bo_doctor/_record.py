@@ -159,7 +159,7 @@ class Recorder:
                 t0 = time.perf_counter()
                 try:
                     refresh_snapshots()
-                    events = self.views.held(set(), "the program, which still held it at exit",
+                    events = self.views.held(set(), "the program (which still held it at exit)",
                                              at_exit=True)
                 except Exception as e:
                     sys.stderr.write("bo-doctor record: the views held at exit were not checked "
