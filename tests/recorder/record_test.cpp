@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/hash.h"
@@ -233,6 +234,39 @@ TEST_F(Record, AStaleSkipViewReadByALaterLayer) {
   ASSERT_EQ(t->view_reads.size(), 1u);
   EXPECT_EQ(t->view_reads[0].read_call, 4);
   EXPECT_EQ(t->view_reads[0].overwritten_by, 3);
+}
+
+// A module-level capture list still holding an overwritten view when the program exits: one
+// view_read after the last call, read_call 0, found on the call that returned the view.
+TEST_F(Record, AViewHeldAtExit) {
+  fs::path script = dir_ / "exit_capture.py";
+  std::ofstream(script) << "import sys, tempfile\n"
+                           "import numpy as np\n"
+                           "sys.path.insert(0, '" BOD_SOURCE_DIR "/tests/recorder/standin')\n"
+                           "from shared.infra.cache import KernelCache\n"
+                           "def k(a): a.get(1, (4,))[...] = 2 * a.get(0, (4,))\n"
+                           "cache = KernelCache(cache_dir=tempfile.mkdtemp())\n"
+                           "cache.register('scale', k, 2)\n"
+                           "caps = []\n"
+                           "for layer in range(2):\n"
+                           "    caps.append(cache.load_and_run('scale', {}, np.full(4, layer + 1, "
+                           "np.float32), np.zeros(4, np.float32), bo_key=f's_L{layer}', "
+                           "shared_nonstatic=True)[1])\n";
+  fs::path trace = dir_ / "exit.jsonl";
+  Proc r = run(std::string(BOD_BINARY) + " record -o " + trace.string() + " -- " + kPython + " " +
+               script.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto t = read_trace(trace.string());
+  ASSERT_TRUE(t) << t.error().line();
+  ASSERT_EQ(t->view_reads.size(), 1u);
+  const ViewRead& v = t->view_reads[0];
+  EXPECT_EQ(v.var, "caps[0]");
+  EXPECT_EQ(v.reader, "the program (which still held it at exit)");
+  EXPECT_EQ(std::make_tuple(v.read_call, v.captured_call, v.slot, v.overwritten_by),
+            std::make_tuple(0, 1, 1, 2));
+  Proc a = run(std::string(BOD_BINARY) + " analyze --format json " + trace.string());
+  json rep = json::parse(a.out, nullptr, false);
+  EXPECT_TRUE(has(rep, "view-overwritten", 1, 1)) << describe(rep);
 }
 
 // The layer comes from the running loop's `i`: layers 1 and 2 under layer 0's key collide.
