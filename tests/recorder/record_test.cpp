@@ -13,6 +13,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "core/hash.h"
 #include "support/scratch.h"
@@ -68,7 +70,22 @@ class Record : public testing::ScratchDirTest {
     return json::parse(a.out, nullptr, false);
   }
 
+  // Records one variant of run_captures.py (the stand-in program written the way users write
+  // their loops) and returns analyze's JSON report; the trace stays in trace_.
+  json recorded_captures(const std::string& variant, bool shadow = false) {
+    trace_ = dir_ / ("captures-" + variant + ".jsonl");
+    Proc r = run(std::string(BOD_BINARY) + " record " + (shadow ? "--shadow " : "") + "-o " +
+                 trace_.string() + " -- " + kPython + " " + BOD_SOURCE_DIR +
+                 "/tests/recorder/standin/run_captures.py --variant " + variant);
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.err.find("recorded 5 call(s)"), std::string::npos) << r.err;
+    Proc a = run(std::string(BOD_BINARY) + " analyze --format json " + trace_.string());
+    EXPECT_TRUE(a.code == 0 || a.code == 1) << a.err;
+    return json::parse(a.out, nullptr, false);
+  }
+
   std::string record_err_;  // stderr of the last record run (the program's and bo-doctor's)
+  fs::path trace_;          // the last trace recorded_captures wrote
 };
 
 std::string describe(const json& report) {
@@ -166,6 +183,102 @@ TEST_F(Record, MissedStaticNoteWithShadow) {
   json r = recorded("missed-static", true);
   EXPECT_TRUE(has(r, "missed-static", 9, 3, "note")) << describe(r);
   EXPECT_EQ(errors_and_warnings(r), 0) << describe(r);
+}
+
+// Per-layer K/V views kept in a list across the layer loop and read after it: found at the
+// first call after the iteration that overwrote them, on the call and slots that returned them.
+TEST_F(Record, ViewsKeptAcrossLayersAreOverwritten) {
+  json r = recorded("view-overwritten", false);
+  EXPECT_TRUE(has(r, "view-overwritten", 10, 8)) << describe(r);
+  EXPECT_TRUE(has(r, "view-overwritten", 10, 12)) << describe(r);
+  EXPECT_EQ(errors_and_warnings(r), 2) << describe(r);
+}
+
+// run_captures.py: loops written with `i`, captures, slices, skip connections (see its
+// docstring). The clean variants pass the pooled output view on and rebind it, or call after
+// the layer loop has finished: no finding, and that call has no layer.
+TEST_F(Record, PassingAViewOnAndRebindingItIsClean) {
+  for (bool shadow : {false, true}) {
+    json r = recorded_captures("pass-on", shadow);
+    EXPECT_EQ(errors_and_warnings(r), 0) << describe(r);
+    EXPECT_EQ(r["summary"]["verdict"], "pass");
+  }
+}
+
+TEST_F(Record, ACallAfterAFinishedLayerLoopHasNoLayer) {
+  json r = recorded_captures("after-loop");
+  EXPECT_EQ(errors_and_warnings(r), 0) << describe(r);
+  auto t = read_trace(trace_.string());
+  ASSERT_TRUE(t) << t.error().line();
+  ASSERT_EQ(t->calls.size(), 5u);
+  std::vector<long long> layers;
+  for (auto& c : t->calls) layers.push_back(c.layer);
+  EXPECT_EQ(layers, (std::vector<long long>{-1, 0, 1, 2, -1}));
+}
+
+TEST_F(Record, ACaptureListOfViewsIsOverwritten) {
+  for (const char* variant : {"capture-views", "capture-slices"}) {
+    json r = recorded_captures(variant);
+    EXPECT_TRUE(has(r, "view-overwritten", 2, 3)) << variant << "\n" << describe(r);
+    EXPECT_TRUE(has(r, "view-overwritten", 3, 3)) << variant << "\n" << describe(r);
+    EXPECT_EQ(errors_and_warnings(r), 2) << variant << "\n" << describe(r);
+    auto t = read_trace(trace_.string());
+    ASSERT_TRUE(t) << t.error().line();
+    ASSERT_EQ(t->view_reads.size(), 2u);
+    EXPECT_EQ(t->view_reads[0].overwritten_by, 3);  // layer 1's call
+    EXPECT_EQ(t->view_reads[0].read_call, 0);       // held, not passed to a call
+    EXPECT_EQ(t->view_reads[1].overwritten_by, 4);
+  }
+}
+
+TEST_F(Record, AStaleSkipViewReadByALaterLayer) {
+  json r = recorded_captures("skip-view");
+  EXPECT_TRUE(has(r, "view-overwritten", 2, 3)) << describe(r);
+  EXPECT_EQ(errors_and_warnings(r), 1) << describe(r);
+  auto t = read_trace(trace_.string());
+  ASSERT_TRUE(t) << t.error().line();
+  ASSERT_EQ(t->view_reads.size(), 1u);
+  EXPECT_EQ(t->view_reads[0].read_call, 4);
+  EXPECT_EQ(t->view_reads[0].overwritten_by, 3);
+}
+
+// A module-level capture list still holding an overwritten view when the program exits: one
+// view_read after the last call, read_call 0, found on the call that returned the view.
+TEST_F(Record, AViewHeldAtExit) {
+  fs::path script = dir_ / "exit_capture.py";
+  std::ofstream(script) << "import sys, tempfile\n"
+                           "import numpy as np\n"
+                           "sys.path.insert(0, '" BOD_SOURCE_DIR "/tests/recorder/standin')\n"
+                           "from shared.infra.cache import KernelCache\n"
+                           "def k(a): a.get(1, (4,))[...] = 2 * a.get(0, (4,))\n"
+                           "cache = KernelCache(cache_dir=tempfile.mkdtemp())\n"
+                           "cache.register('scale', k, 2)\n"
+                           "caps = []\n"
+                           "for layer in range(2):\n"
+                           "    caps.append(cache.load_and_run('scale', {}, np.full(4, layer + 1, "
+                           "np.float32), np.zeros(4, np.float32), bo_key=f's_L{layer}', "
+                           "shared_nonstatic=True)[1])\n";
+  fs::path trace = dir_ / "exit.jsonl";
+  Proc r = run(std::string(BOD_BINARY) + " record -o " + trace.string() + " -- " + kPython + " " +
+               script.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto t = read_trace(trace.string());
+  ASSERT_TRUE(t) << t.error().line();
+  ASSERT_EQ(t->view_reads.size(), 1u);
+  const ViewRead& v = t->view_reads[0];
+  EXPECT_EQ(v.var, "caps[0]");
+  EXPECT_EQ(v.reader, "the program (which still held it at exit)");
+  EXPECT_EQ(std::make_tuple(v.read_call, v.captured_call, v.slot, v.overwritten_by),
+            std::make_tuple(0, 1, 1, 2));
+  Proc a = run(std::string(BOD_BINARY) + " analyze --format json " + trace.string());
+  json rep = json::parse(a.out, nullptr, false);
+  EXPECT_TRUE(has(rep, "view-overwritten", 1, 1)) << describe(rep);
+}
+
+// The layer comes from the running loop's `i`: layers 1 and 2 under layer 0's key collide.
+TEST_F(Record, KeyCollisionWithLoopVariableI) {
+  json r = recorded_captures("key-without-layer");
+  EXPECT_TRUE(has(r, "key-collision", 3, 1)) << describe(r);
 }
 
 // The engine raises ValueError (alias on a static index): recorded as a failed call, re-raised,

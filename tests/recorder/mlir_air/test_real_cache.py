@@ -3,7 +3,8 @@
 `bo-doctor analyze`: the recorder attaches to the real class through its import hook, the
 program's output is what it prints without recording, and the trace holds every call with the
 placements the real cache made (key, shared and alias pools), shadow runs that agree, and no
-finding. Exits 77 (ctest: skipped) when there is no mlir-air cache.py (run_real_cache.py says
+finding; then run_captures.py's variants (captured views, slices, a stale skip view, a loop
+variable `i`, a call after the layer loop) give the findings they give on the stand-in. Exits 77 (ctest: skipped) when there is no mlir-air cache.py (run_real_cache.py says
 where it looks).
 
     /usr/bin/python3 tests/recorder/mlir_air/test_real_cache.py build/bo-doctor
@@ -84,6 +85,52 @@ class RealCache(unittest.TestCase):
         report = json.loads(a.stdout)
         bad = [f for f in report["findings"] if f["severity"] != "note"]
         self.assertEqual(bad, [], json.dumps(bad, indent=1))
+        self.assertEqual(report["summary"]["verdict"], "pass")
+
+
+CAPTURES = [sys.executable, os.path.join(HERE, "..", "standin", "run_captures.py"),
+            "--engine", "mlir-air", "--variant"]
+# variant -> the error findings analyze must give, as (check, call, slot)
+VARIANTS = {
+    "pass-on": [],
+    "after-loop": [],
+    "capture-views": [("view-overwritten", 2, 3), ("view-overwritten", 3, 3)],
+    "capture-slices": [("view-overwritten", 2, 3), ("view-overwritten", 3, 3)],
+    "skip-view": [("view-overwritten", 2, 3)],
+    "key-without-layer": [("key-collision", 3, 1)],
+}
+
+
+class RealCacheVariants(unittest.TestCase):
+    """run_captures.py's variants (tests/recorder/standin) on the real KernelCache: the same
+    findings as on the stand-in, and the call after the layer loop has no layer."""
+
+    def record(self, variant, shadow=False):
+        with tempfile.TemporaryDirectory(prefix="bod_mlir_air_var_") as tmp:
+            trace = os.path.join(tmp, "t.jsonl")
+            plain = run(CAPTURES + [variant])
+            rec = run([BO_DOCTOR, "record"] + (["--shadow"] if shadow else []) +
+                      ["-o", trace, "--"] + CAPTURES + [variant])
+            self.assertEqual(rec.returncode, 0, rec.stderr)
+            self.assertEqual(rec.stdout, plain.stdout)
+            a = run([BO_DOCTOR, "analyze", "--format", "json", trace])
+            self.assertIn(a.returncode, (0, 1), a.stderr)
+            with open(trace) as f:
+                lines = [json.loads(line) for line in f]
+        return json.loads(a.stdout), lines
+
+    def test_variants(self):
+        for variant, want in VARIANTS.items():
+            with self.subTest(variant=variant):
+                report, lines = self.record(variant)
+                got = sorted((f["check"], f["call"], f["slot"]) for f in report["findings"]
+                             if f["severity"] != "note")
+                self.assertEqual(got, sorted(want), json.dumps(report["findings"], indent=1))
+                layers = [l["labels"]["layer"] for l in lines if l.get("type") == "call"]
+                self.assertEqual(layers, [-1, 0, 1, 2, -1])
+
+    def test_pass_on_with_shadow_runs(self):
+        report, _ = self.record("pass-on", shadow=True)
         self.assertEqual(report["summary"]["verdict"], "pass")
 
 

@@ -7,6 +7,13 @@ import bo_doctor
 from bo_doctor import _labels
 
 
+N_LAYERS = 2
+
+
+def layer():
+    return _labels.call_labels("gemv", "", False)[2]
+
+
 class LabelBlocks(unittest.TestCase):
     def test_inner_labels_refine_outer_ones(self):
         self.assertEqual(bo_doctor.current_labels(), {})
@@ -71,15 +78,56 @@ class CallLabels(unittest.TestCase):
             got = engine_helper()
         self.assertEqual(got, ("decode", -1, 2))
 
-    def test_layer_from_an_objects_layer_idx(self):
+    def test_any_loop_variable_name_over_layers(self):
+        n_layers, layers = 3, ["w0", "w1", "w2"]
+        got = []
+        for i in range(n_layers):
+            got.append(layer())
+        for idx, w in enumerate(layers):
+            got.append(layer())
+        for li in range(2):  # a short layer name, whatever the iterable
+            got.append(layer())
+        self.assertEqual(got, [0, 1, 2, 0, 1, 2, 0, 1])
+
+    def test_layer_from_a_loop_variables_layer_idx(self):
         class Block:
-            def __init__(self):
-                self._layer_idx = 7
+            def __init__(self, i):
+                self._layer_idx = i
 
             def run(self):
-                return _labels.call_labels("gemv", "", False)
+                return layer()
 
-        self.assertEqual(Block().run()[2], 7)
+        blocks = [Block(7), Block(8)]
+        got = []
+        for b in blocks:  # the iterable does not say "layer": not a layer loop
+            got.append(b.run())
+        for layer_block in blocks:
+            got.append(layer_block.run())
+        self.assertEqual(got, [-1, -1, 7, 8])
+        self.assertEqual(Block(3).run(), -1)  # an attribute of `self` alone is no loop
+
+    def test_a_finished_loop_gives_no_layer(self):
+        for layer_idx in range(3):
+            pass
+        self.assertEqual(layer_idx, 2)
+        self.assertEqual(layer(), -1)
+        layer_idx = 5  # noqa: F841 - a variable named like a layer, assigned by no loop
+        self.assertEqual(layer(), -1)
+
+    def test_a_call_after_the_layer_loop_inside_a_token_loop(self):
+        got = []
+        for t in range(2):
+            for i in range(N_LAYERS):
+                got.append(layer())
+            got.append(layer())  # the LM head: after the layer loop, in the token loop
+        self.assertEqual(got, [0, 1, -1, 0, 1, -1])
+
+    def test_a_non_layer_loop_inside_a_layer_loop(self):
+        got = []
+        for layer_idx in range(2):
+            for p in range(2):
+                got.append(layer())
+        self.assertEqual(got, [0, 0, 1, 1])
 
     def test_explicit_mode_reads_label_only(self):
         layer = 4  # noqa: F841 - a loop variable the explicit mode must not read

@@ -5,7 +5,8 @@ its bytes before and after the dispatch: the trace's call line (docs/trace-forma
 A CallCapture is created per call and holds that call's state only. The state shared between
 calls (numbers, first calls, BO tables) is the Recorder's; `before` and `after` run under its
 lock. Nothing here writes to an argument, a BO or the cache: arrays and BO mappings are read
-(hashed), and BOs are synced from the device only where no caller holds a view (_bos.py).
+(hashed), and BOs are synced from the device only where no caller holds a view (_bos.py). The
+views the engine returned are checked before each call and hashed again after it (_views.py).
 """
 import inspect
 import operator
@@ -13,7 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._frames import iteration_key, iteration_keys, refresh_snapshots, running_loops
 from ._hashing import NO_HASH, array_hash, bytes_of
+from ._labels import LAYER_FRAMES
 from ._records import Call, CallX, Host, HostX, Labels, Placement, Slot
 
 
@@ -88,21 +91,30 @@ class CallCapture:
         self.orig, self.sig, self.var_pos, self.cache, self.args = orig, sig, var_pos, cache, args
         self.snapshots = {}  # slot -> copy of a view argument, for the shadow run
         self.records = []    # spool records of this call before its call line
+        self.events = []     # its view_read records, after its call line (they name it)
 
     def before(self, rec):
         """Numbers the call and describes its arguments, before the engine runs it."""
         a, cache = self.args, self.cache
         self.n = n = rec.next_number()
         self.thread = rec.thread_index()
+        refresh_snapshots()  # before anything asks which views are still alive
+        self.loops = running_loops(LAYER_FRAMES)
         self.ns = rec.cache_name(cache)
         self.new = a.key not in (getattr(cache, "_cached_bos", {}) or {})
-        self.labels = Labels(*rec.labels(a.key, self.ns))
+        self.labels = Labels(*rec.labels(a.key, self.ns, self.loops))
         self.kernel = rec.kernel_entry(a.name, a.inputs, cache, self.records)
         n_args = len(a.inputs)
         # What the engine will write: the key's first call writes every slot.
         self.written = [self.new or (i not in a.static and i not in a.inter) for i in range(n_args)]
+        views = rec.views
+        views.rehash()  # bytes the program wrote itself since the last call
         self.hosts = [self.describe(rec, i, x) for i, x in enumerate(a.inputs)]
-        self.records += rec.bos.stale_reads(n, self.kernel, a.inputs, self.hosts)
+        self.events += views.reads(n, self.kernel, a.inputs, self.written)
+        self.events += views.held(iteration_keys(self.loops),
+                                  "the program (which still held it at call %d)" % n,
+                                  thread=self.thread)
+        views.note_arguments(self.ns, a.key, a.inputs)
         self.pre = {}
         if not self.new:
             bos = cache._cached_bos[a.key]
@@ -121,7 +133,8 @@ class CallCapture:
         arr = np.asarray(x)
         dtype, shape = dtype_name(arr)
         zs = zero_strides(arr)
-        view = rec.bos.view_of(arr)
+        v = rec.views.find(arr)
+        view = (v.call, v.slot) if v is not None else None
         static = i in self.args.static
         if view:
             source, name = "view", "view of call %d slot %d" % view
@@ -147,6 +160,7 @@ class CallCapture:
         pools = {id(bo): pk for pk, bo in (getattr(self.cache, "_shared_bos", {}) or {}).items()}
         out_set = set(a.outs)
         slots, h2d, writes = [], 0, 0
+        changes = {}  # id(bo) -> (this call wrote it, its kernel changed it)
         for i, x in enumerate(a.inputs):
             h = hosts[i]
             role = "static" if i in a.static else "intermediate" if i in a.inter else "input"
@@ -178,6 +192,8 @@ class CallCapture:
             after = before if error else rec.bos.hash(bo, h.bytes, sync=i not in out_set)
             if wrote or after != before:
                 rec.bos.changed[id(bo)] = n
+            w, k = changes.get(id(bo), (False, False))
+            changes[id(bo)] = (w or wrote, k or after != before)
             slots.append(Slot(role, i in out_set, h, place, size, wrote, nb, wh, [before, after]))
         call = Call(n, ns, self.kernel, a.key, a.key,
                     sorted(i for i in a.static if isinstance(i, int)),
@@ -187,8 +203,11 @@ class CallCapture:
                     CallX(bool(self.new), "%x" % id(self.cache)))
         if self.thread:
             call.thread = self.thread
+        rec.views.rehash(n, iteration_key(self.loops),
+                         {b: w and not k for b, (w, k) in changes.items()}, self.thread)
         if results is not None:
-            rec.bos.note_views(n, results, bos, out_set)
+            rec.bos.note_viewed(results, bos, out_set)
+            rec.views.note_returned(n, results, bos, out_set)
         return call
 
     def placement(self, pool_key, i, size, first_call):

@@ -3,9 +3,15 @@ cache instance it runs on and the caller's file:line, as the recorder reads them
 
 `label()` is the public API (re-exported by bo_doctor): a with-block that labels every call made
 inside it, on this thread only; inner blocks refine outer ones. The recorder takes the layer
-from `label()` first, then from an `L<n>` / `layer<n>` in the bo_key, then from a layer loop
-variable in the 5 innermost frames of the program (docs/recording.md, Labels); `explicit` mode
-uses `label()` alone. Frames of the recorder itself (this folder) are never looked at.
+from `label()` first, then from an `L<n>` / `layer<n>` in the bo_key, then from the innermost
+*running* layer loop in the program's 8 innermost frames (docs/recording.md, Labels): a `for`
+loop whose variable is named like a layer (`layer_idx`, `layer`, `l`, `li`, ...) or whose
+iterable names one (`range(config.n_layers)`, `enumerate(weights.layers)`), read from the
+frame's bytecode (_frames.py). Its number is held by the first of the loop's variables that
+is an int >= 0 (`i` of `for i, lw in enumerate(layers)`) or an object with an int
+`layer_idx` / `_layer_idx` attribute (`lw` of `for lw in layers`). A loop that has finished gives nothing, whatever its variable still holds, and so
+does a variable that no running loop assigns. `explicit` mode uses `label()` alone. Frames of
+the recorder itself (this folder) are never looked at.
 
 This module only reads frames and names; it changes no variable of the program. It imports
 nothing beyond the standard library, so `import bo_doctor` works in any program.
@@ -13,15 +19,14 @@ nothing beyond the standard library, so `import bo_doctor` works in any program.
 import contextlib
 import os
 import re
-import sys
 import threading
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
+from ._frames import frame_locals, program_frames, running_loops
+
 _labels = threading.local()
 
-LAYER_NAMES = ("layer_idx", "layer", "layer_id", "lidx", "l")
-LAYER_ATTRS = ("layer_idx", "_layer_idx")
-LAYER_FRAMES = 5   # program frames searched for a layer loop variable
+LAYER_VARS = ("l", "li", "lidx", "lid")  # short loop variable names that mean a layer
+LAYER_FRAMES = 8   # program frames searched for a running layer loop
 NAME_FRAMES = 14   # program frames searched for the variable that holds a cache
 _KEY_LAYER = re.compile(r"(?:^|[_\-.])(?:L|layer)(\d+)(?:$|[_\-.])")
 _PHASES = ("prefill", "decode", "preload")
@@ -50,47 +55,43 @@ def label(phase=None, layer=None, token=None):
         stack.pop()
 
 
-def program_frames(limit):
-    """The calling thread's frames outside the recorder, innermost first, at most `limit`."""
-    f = sys._getframe(1)
-    n = 0
-    while f is not None and n < limit:
-        if os.path.dirname(os.path.abspath(f.f_code.co_filename)) != _HERE:
-            yield f
-            n += 1
-        f = f.f_back
+def is_layer_loop(loop):
+    """A loop over layers: its variable or its iterable names a layer."""
+    names = [t for t in loop.targets if t] + list(loop.iter_names)
+    return any("layer" in n.lower() for n in names) or \
+        any(t in LAYER_VARS for t in loop.targets if t)
 
 
-def _layer_int(v):
-    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+def loop_layer(running):
+    """The number of a running layer loop's iteration (see the module's docstring); None when
+    none of its variables holds one."""
+    nums = [running.numbers[t] for t in running.loop.targets if t is not None]
+    return next((v for v in nums if v is not None), None)
 
 
-def frame_layer():
-    """The layer loop's variable in the program's frames (layer_idx, layer, l, … or an object's
-    layer_idx attribute), innermost first; -1 when there is none."""
-    for f in program_frames(LAYER_FRAMES):
-        loc = f.f_locals
-        for k in LAYER_NAMES:
-            if _layer_int(loc.get(k)):
-                return loc[k]
-        for v in loc.values():
-            if hasattr(v, "__dict__"):
-                for attr in LAYER_ATTRS:
-                    a = getattr(v, attr, None)
-                    if _layer_int(a):
-                        return a
+def frame_layer(loops=None):
+    """The layer of the innermost running layer loop in the program's frames; -1 when no
+    layer loop runs (or the innermost one has no number). `loops`: running_loops() already
+    taken for this call."""
+    if loops is None:
+        loops = running_loops(LAYER_FRAMES)
+    for r in loops:
+        if is_layer_loop(r.loop):
+            layer = loop_layer(r)
+            return -1 if layer is None else int(layer)
     return -1
 
 
-def call_labels(key, ns, explicit):
-    """(phase, token, layer) of a call with this bo_key on the cache named ns."""
+def call_labels(key, ns, explicit, loops=None):
+    """(phase, token, layer) of a call with this bo_key on the cache named ns; `loops`: the
+    program's running loops (running_loops()), taken here when not given."""
     lab = current_labels()
     if explicit:
         return str(lab.get("phase", "")), int(lab.get("token", -1)), int(lab.get("layer", -1))
     layer = lab.get("layer")
     if layer is None:
         m = _KEY_LAYER.search(str(key))
-        layer = int(m.group(1)) if m else frame_layer()
+        layer = int(m.group(1)) if m else frame_layer(loops)
     phase = lab.get("phase")
     if phase is None:
         phase = next((p for p in _PHASES if p in ns.lower()), "")
@@ -105,7 +106,7 @@ def holder_name(obj):
     found = None
     for f in program_frames(NAME_FRAMES):
         here = None
-        for k, v in list(f.f_locals.items()):
+        for k, v in list(frame_locals(f).items()):
             if v is obj:
                 here = k
                 break

@@ -28,10 +28,12 @@ import numpy as np
 from ._attach import Attacher, parse_target
 from ._bos import BoTable
 from ._capture import CallCapture, bind, dtype_name
+from ._frames import refresh_snapshots
 from ._labels import call_labels, caller_path, holder_name
 from ._records import CallRecord, EndRecord, HeaderRecord, KernelRecord, KernelSlot
 from ._shadow import Shadow
 from ._spool import Spool
+from ._views import ViewTable
 
 PRODUCER = "bo-doctor record (Python recorder)"
 
@@ -48,6 +50,7 @@ class Recorder:
         self.caches = {}         # id(cache) -> namespace name
         self.key_first = {}      # (ns, key) -> first call number
         self.bos = BoTable()
+        self.views = ViewTable()
         self.shadow = Shadow() if shadow else None
         self.seconds = 0.0       # time spent recording (not in the engine)
         self.stopped = False
@@ -97,7 +100,7 @@ class Recorder:
                 self.stop(c, e)
                 return
             self.seconds += time.perf_counter() - t0
-        self.spool.write_call(c.n, c.records + [CallRecord(call)])
+        self.spool.write_call(c.n, c.records + [CallRecord(call)] + c.events)
 
     def stop(self, c, e):
         """Stops recording after a failure of the recorder's own (never the engine's)."""
@@ -117,8 +120,8 @@ class Recorder:
         in the order of their first calls (an OS thread id reused later counts as the same)."""
         return self.threads.setdefault(threading.get_ident(), len(self.threads))
 
-    def labels(self, key, ns):
-        return call_labels(key, ns, self.explicit_labels)
+    def labels(self, key, ns, loops=None):
+        return call_labels(key, ns, self.explicit_labels, loops)
 
     def caller(self):
         return caller_path()
@@ -149,6 +152,21 @@ class Recorder:
         return entry
 
     def end(self):
+        """At exit: the overwritten views the program still holds, then the end line."""
+        events = []
+        with self.lock:
+            if not self.stopped:
+                t0 = time.perf_counter()
+                try:
+                    refresh_snapshots()
+                    events = self.views.held(set(), "the program (which still held it at exit)",
+                                             at_exit=True)
+                except Exception as e:
+                    sys.stderr.write("bo-doctor record: the views held at exit were not checked "
+                                     "(%s: %s)\n" % (type(e).__name__, e))
+                self.seconds += time.perf_counter() - t0
+        for e in events:
+            self.spool.write(e)
         self.spool.write(EndRecord(self.n, round(self.seconds, 6)))
 
 

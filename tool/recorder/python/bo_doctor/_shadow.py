@@ -39,7 +39,9 @@ class Shadow:
         if c.new:
             for i in a.static:
                 if 0 <= i < len(a.inputs):
-                    self.first_arrays[(c.ns, a.key, i)] = a.inputs[i]
+                    x = a.inputs[i]  # a view is copied: the recorder must not keep it alive
+                    self.first_arrays[(c.ns, a.key, i)] = \
+                        np.array(x, copy=True) if c.hosts[i].source == "view" else x
         # A view into a BO that this very call may overwrite (layer N's x in the pooled output
         # of the kernel it feeds): the shadow must see what the engine was given.
         for i, h in enumerate(c.hosts):

@@ -1,0 +1,182 @@
+"""Zero-copy output views tracked by identity: read by a later call, still held after the
+iteration that overwrote them or at exit, held only by argument lists, slices, the program's
+own writes (tool/recorder/python/bo_doctor/_views.py, _holders.py)."""
+import gc
+import unittest
+import weakref
+
+import support
+import numpy as np
+
+from bo_doctor import _holders
+
+HELD = "the program (which still held it at call %d)"
+AT_EXIT = "the program (which still held it at exit)"
+
+
+def f32(*v):
+    return support.f32(*v)
+
+
+class Views(support.RecorderTest):
+    def layer(self, c, x, i):
+        """One layer: the output (slot 1) is a pooled BO every layer shares; a view of it."""
+        return c.load_and_run("scale", {}, x, np.zeros_like(x), bo_key="L%d" % i,
+                              shared_nonstatic=True)[1]
+
+    def events(self):
+        return [(e["captured_call"], e["slot"], e["read_call"], e["overwritten_by"], e["var"],
+                 e["reader"]) for e in (l["event"] for l in self.lines("view_read"))]
+
+    def test_passing_a_view_on_and_rebinding_it_is_silent(self):
+        c = self.cache()
+        x = f32(1, 2)
+        for i in range(3):
+            x = self.layer(c, x, i)
+        y = c.load_and_run("scale", {}, x, np.zeros(2, np.float32), bo_key="head")[1]
+        self.rec.end()
+        np.testing.assert_array_equal(y, [16, 32])
+        self.assertEqual(self.events(), [])
+
+    def test_a_capture_list_is_reported_after_the_overwriting_iteration(self):
+        c = self.cache()
+        x, outs = f32(1, 2), []
+        for i in range(3):
+            x = self.layer(c, x, i)
+            outs.append(x)
+        self.assertEqual([list(o) for o in outs], [[8, 16]] * 3)  # all the last layer's
+        self.rec.end()
+        # Call 1's output, overwritten by call 2 (iteration i=1), is still held at call 3
+        # (i=2); call 2's, overwritten by call 3, still at exit. Call 3's is intact.
+        self.assertEqual(self.events(), [(1, 1, 0, 2, "outs[0]", HELD % 3),
+                                         (2, 1, 0, 3, "outs[1]", AT_EXIT)])
+
+    def test_a_slice_read_by_a_later_call(self):
+        c = self.cache()
+        for i in range(1):  # one iteration: nothing is reported as merely held
+            x = self.layer(c, f32(1, 2, 3, 4), 0)
+            first = x[:2]
+            self.layer(c, f32(5, 6, 7, 8), 1)  # overwrites the pooled BO
+            c.load_and_run("scale", {}, first, np.zeros(2, np.float32), bo_key="head")
+        self.assertEqual(self.events(), [(1, 1, 3, 2, "first", "call 3 (scale)")])
+        self.assertEqual(self.calls()[2]["slots"][0]["host"]["view_of_call"], 1)
+
+    def test_a_slice_whose_blocks_did_not_change_is_not_stale(self):
+        c = self.cache()
+
+        def first_half(a):  # writes only the first 4 KiB of its 8 KiB output
+            a.get(1, (2048,))[:1024] = 2 * a.get(0, (2048,))[:1024]
+
+        c.register("half", first_half, 2)
+        for i in range(1):
+            y = c.load_and_run("half", {}, np.ones(2048, np.float32),
+                               np.zeros(2048, np.float32), bo_key="h1", shared_nonstatic=True)[1]
+            c.load_and_run("half", {}, np.full(2048, 3, np.float32),
+                           np.zeros(2048, np.float32), bo_key="h2", shared_nonstatic=True)
+            tail, head = y[1024:], y[:1024]
+            c.load_and_run("scale", {}, tail, np.zeros(1024, np.float32), bo_key="t")
+            self.assertEqual(self.events(), [])
+            c.load_and_run("scale", {}, head, np.zeros(1024, np.float32), bo_key="t")
+        self.assertEqual(self.events(), [(1, 1, 4, 2, "head", "call 4 (scale)")])
+
+    def test_an_overwrite_by_a_host_write(self):
+        c = self.cache()
+        y = c.load_and_run("scale", {}, f32(1, 2), np.zeros(2, np.float32), bo_key="a",
+                           shared_alias={1: "p"})[1]
+        # Call 2 uploads other bytes into the alias BO y views (its slot 0); its kernel only
+        # reads that slot.
+        c.load_and_run("scale", {}, f32(5, 5), np.zeros(2, np.float32), bo_key="b",
+                       shared_alias={0: "p"})
+        c.load_and_run("scale", {}, y, np.zeros(2, np.float32), bo_key="c")
+        (ev,) = [l["event"] for l in self.lines("view_read")]
+        self.assertEqual((ev["read_call"], ev["overwritten_by"], ev["by_host_write"]),
+                         (3, 2, True))
+
+    def test_views_held_only_by_argument_lists_are_not_reported(self):
+        c = self.cache()
+        x, args_of = f32(1, 2), {}
+        for i in range(3):  # an argument list per layer, its first item replaced every call
+            args = args_of.setdefault(i, [None, np.zeros(2, np.float32)])
+            args[0] = x.reshape(2)
+            x = c.load_and_run("scale", {}, *args, bo_key="L%d" % i, shared_nonstatic=True)[1]
+        c.load_and_run("scale", {}, x, np.zeros(2, np.float32), bo_key="head")
+        self.rec.end()
+        self.assertEqual(self.events(), [])
+
+    def test_a_view_in_an_argument_list_and_a_capture_list_is_reported(self):
+        c = self.cache()
+        x, args_of, caps = f32(1, 2), {}, []
+        for i in range(3):
+            args = args_of.setdefault(i, [None, np.zeros(2, np.float32)])
+            args[0] = x.reshape(2)
+            x = c.load_and_run("scale", {}, *args, bo_key="L%d" % i, shared_nonstatic=True)[1]
+            caps.append({"out": x[:1]})
+        self.rec.end()
+        self.assertEqual([e[:5] for e in self.events()], [(1, 1, 0, 2, "caps[0]['out']"),
+                                                          (2, 1, 0, 3, "caps[1]['out']")])
+
+    def test_a_name_is_not_always_found(self):
+        c = self.cache()
+
+        class Holder:
+            pass
+
+        h = Holder()
+        h.kept = self.layer(c, f32(1, 2), 0)
+        self.layer(c, f32(3, 4), 1)
+        self.rec.end()
+        self.assertEqual(self.events(), [(1, 1, 0, 2, "view of call 1 slot 1", AT_EXIT)])
+
+    def test_the_recorder_keeps_no_view_alive(self):
+        c = self.cache()
+        y = self.layer(c, f32(1, 2), 0)
+        ref = weakref.ref(y)
+        self.layer(c, y, 1)
+        del y
+        # The snapshot of this frame's locals the recorder took at the last call (Python
+        # 3.11, 3.12) holds y until the next call retakes it.
+        self.layer(c, f32(3, 4), 2)
+        gc.collect()
+        self.assertIsNone(ref())
+        self.assertEqual(self.rec.views.alive(), [])  # call 3's output was not kept either
+
+
+class ArgumentLists(unittest.TestCase):
+    def setUp(self):
+        self.view = np.frombuffer(bytearray(16), np.float32)
+        self.ref = weakref.ref(self.view)
+
+    def held_by(self, holder, passed=()):
+        """only_argument_lists, with holder as the one argument list (when a list) and its
+        items at indices `passed` as the arrays passed to calls."""
+        arg_lists = {tuple(map(id, holder))} if isinstance(holder, list) else set()
+        return _holders.only_argument_lists(self.ref, [weakref.ref(holder[i]) for i in passed],
+                                            arg_lists)
+
+    def test_only_argument_lists(self):
+        args = [self.view.reshape(2, 2), 1]
+        self.assertFalse(self.held_by(args, [0]))  # self.view holds the view too
+        self.view = None
+        self.assertTrue(self.held_by(args, [0]))
+        caps = [args[0][:1]]  # a slice nobody passed to a call
+        self.assertFalse(self.held_by(args, [0]))
+        del caps
+        self.assertTrue(self.held_by(args, [0]))
+        other = args[0]  # a variable holds the passed array
+        self.assertFalse(self.held_by(args, [0]))
+        del other
+        direct = [self.ref(), 2]  # the view itself in an argument list
+        self.assertFalse(self.held_by(direct, [0]))  # args[0] still makes a reference
+        args[0] = None
+        self.assertTrue(self.held_by(direct, [0]))
+
+    def test_a_tuple_holder_is_not_attributed(self):
+        t = (self.view,)
+        self.view = None
+        self.assertFalse(self.held_by(t))
+        del t
+        self.assertTrue(self.held_by([]))  # dead: nothing holds it
+
+
+if __name__ == "__main__":
+    unittest.main()

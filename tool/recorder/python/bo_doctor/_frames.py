@@ -1,0 +1,168 @@
+"""The program's frames as the recorder reads them, and the `for` loops running in them.
+
+`program_frames` walks the calling thread's stack outside the recorder (this folder).
+`running_loops` finds the `for` loops those frames are inside of, from their bytecode: a loop
+runs while its FOR_ITER's iterator is on the frame's value stack, which is exactly while the
+frame's last instruction (f_lasti) lies in the loop's body, after its FOR_ITER and before the
+FOR_ITER's exit target. A loop that finished (or was left by `break` or `return`) is past that
+range: its variable may still be bound, but it is never taken for a running loop.
+
+Reading locals: `frame.f_locals` on CPython 3.11 and 3.12 stores a snapshot of the frame's
+locals on the frame, which keeps what they held alive after the program rebinds them, until the
+snapshot is taken again or the function returns. The recorder reads locals only through
+`frame_locals`, which notes the frame, and `refresh_snapshots` retakes the snapshot of every
+noted frame still on the stack before anything asks which objects are still alive. The
+snapshot changes nothing the program reads or writes. Standard library only.
+"""
+import dis
+import os
+import sys
+from collections import namedtuple
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_noted = set()   # id() of frames whose f_locals the recorder took
+_MAX_NOTED = 100000
+
+# One `for` loop of a code object: FOR_ITER's offset, its exit target, the names its first
+# stores assign (None for an attribute or item target) and the names its iterable loads.
+LoopCode = namedtuple("LoopCode", "start end targets iter_names")
+# A loop running in a frame: the frame's id, its code, the loop, the number each target holds
+# (an int >= 0, else a layer_idx / _layer_idx attribute of its value, else None) and what tells
+# this iteration from the next (the first target's value, or its id). No value is kept.
+Running = namedtuple("Running", "frame_id code loop numbers first")
+NUMBER_ATTRS = ("layer_idx", "_layer_idx")
+
+_LOADS = ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_FAST", "LOAD_ATTR", "LOAD_METHOD", "LOAD_DEREF",
+          "LOAD_CLOSURE", "LOAD_FAST_CHECK", "LOAD_FAST_LOAD_FAST", "LOAD_SUPER_ATTR")
+_ENDS = ("STORE_", "POP_TOP", "RETURN", "JUMP", "POP_JUMP", "RESUME", "FOR_ITER", "END_FOR",
+         "GET_ITER", "POP_EXCEPT", "PUSH_EXC_INFO", "RERAISE", "NOP")
+_loops = {}  # code object -> tuple of LoopCode
+
+
+def _names(argval):
+    if isinstance(argval, str):
+        return [argval]
+    if isinstance(argval, tuple):  # superinstructions (3.13): a pair of names
+        return [a for a in argval if isinstance(a, str)]
+    return []
+
+
+def _targets(ins, k):
+    """The names the stores right after FOR_ITER ins[k] assign, in order."""
+    names, pending, j = [], 1, k + 1
+    while j < len(ins) and pending > 0:
+        op, arg = ins[j].opname, ins[j].arg or 0
+        if op == "UNPACK_SEQUENCE":
+            pending += arg - 1
+        elif op == "UNPACK_EX":
+            pending += (arg & 0xFF) + (arg >> 8)
+        elif op.startswith(("STORE_FAST", "STORE_NAME", "STORE_GLOBAL", "STORE_DEREF")):
+            got = _names(ins[j].argval)
+            names += got
+            pending -= max(1, len(got))
+        elif op.startswith("STORE_"):  # for obj.attr in ..., for a[i] in ...
+            names.append(None)
+            pending -= 1
+        elif not op.startswith("LOAD_") and op != "CACHE":
+            break
+        j += 1
+    return tuple(names)
+
+
+def _iter_names(ins, k):
+    """The names loaded by the instructions that build the iterable of FOR_ITER ins[k]."""
+    names, j = [], k - 2  # ins[k - 1] is its GET_ITER
+    while j >= 0 and not ins[j].opname.startswith(_ENDS):
+        if ins[j].opname in _LOADS:
+            names += _names(ins[j].argval)
+        j -= 1
+    return tuple(reversed(names))
+
+
+def loops_of(code):
+    """The `for` loops of a code object (cached per code object)."""
+    found = _loops.get(code)
+    if found is None:
+        ins = list(dis.get_instructions(code))
+        found = tuple(LoopCode(i.offset, i.argval, _targets(ins, k), _iter_names(ins, k))
+                      for k, i in enumerate(ins)
+                      if i.opname == "FOR_ITER" and isinstance(i.argval, int))
+        _loops[code] = found
+    return found
+
+
+def program_frames(limit, start=None):
+    """The calling thread's frames outside the recorder, innermost first, at most `limit`."""
+    f = start or sys._getframe(1)
+    n = 0
+    while f is not None and n < limit:
+        if os.path.dirname(os.path.abspath(f.f_code.co_filename)) != _HERE:
+            yield f
+            n += 1
+        f = f.f_back
+
+
+def frame_locals(f):
+    """f.f_locals, noting the frame so that refresh_snapshots retakes its snapshot."""
+    if len(_noted) > _MAX_NOTED:
+        _noted.clear()
+    _noted.add(id(f))
+    return f.f_locals
+
+
+def refresh_snapshots():
+    """Retakes the locals snapshot of every noted frame on the calling thread's stack, so that
+    objects the program dropped are no longer held by an old snapshot."""
+    f = sys._getframe(1)
+    while f is not None:
+        if id(f) in _noted:
+            f.f_locals  # noqa: B018 - retakes the snapshot
+        f = f.f_back
+
+
+def running_loops(limit):
+    """The `for` loops running in the program's innermost `limit` frames, innermost first."""
+    out = []
+    for f in program_frames(limit, sys._getframe(1)):
+        lasti = f.f_lasti
+        inside = [lc for lc in loops_of(f.f_code) if lc.start < lasti < lc.end]
+        if not inside:
+            continue
+        loc = frame_locals(f)
+        for lc in sorted(inside, key=lambda lc: -lc.start):
+            named = [t for t in lc.targets if t is not None]
+            first = loc.get(named[0]) if named else None
+            out.append(Running(id(f), f.f_code, lc, {t: _number(loc.get(t)) for t in named},
+                               first if isinstance(first, (int, str, float)) else
+                               ("id", id(first))))
+    return out
+
+
+def _int(v):
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _number(v):
+    if _int(v):
+        return int(v)
+    if v is not None and hasattr(v, "__dict__"):
+        for attr in NUMBER_ATTRS:
+            a = getattr(v, attr, None)
+            if _int(a):
+                return int(a)
+    return None
+
+
+def iteration_key(running):
+    """What tells one iteration of the innermost running loop from the next: its frame, its
+    loop and the identity of the value its first target holds; None outside any loop."""
+    return _key(running[0]) if running else None
+
+
+def iteration_keys(running):
+    """The iteration keys of all running loops."""
+    return {_key(r) for r in running}
+
+
+def _key(r):
+    return (r.frame_id, id(r.code), r.loop.start, r.first)

@@ -1,0 +1,219 @@
+"""The zero-copy output views the engine hands back, tracked by identity, and the view_read
+events (docs/trace-format.md §7) of views whose bytes a later call overwrote.
+
+Every array a call returns for an output slot is remembered by a weak reference (the recorder
+never keeps one alive) with the hashes of its bytes, per BLOCK bytes, as it showed them when
+returned. Slices, reshapes and np.asarray of it keep it alive through their `.base`, so it
+stays tracked exactly while the program holds it or any array made from it.
+
+Bytes are hashed again before and after every call, over the views still alive (each memory
+range once). What changed during call k was overwritten by call k (a view's `last_change`); what
+changed between two calls the program wrote itself (through the view or the BO's mapping): that
+becomes what the view is expected to show and is never reported.
+
+Each view is reported at most once:
+- read: an argument of call n that is the view or an array made from it (or lies in its
+  memory), in a slot call n uploads, with some of its blocks overwritten: read_call = n;
+- held: a view overwritten by call k and still alive at a call made after the iteration of the
+  innermost `for` loop call k ran in has ended (the next call when call k ran in no loop), or
+  at the program's exit, unless only argument lists hold it (_holders.py): read_call = 0.
+A slice counts as overwritten when a block holding part of it changed.
+
+Only the views' own memory (the BO mappings) is read: nothing is synced, written or flushed.
+Callers hold the recorder's lock.
+"""
+import weakref
+
+import numpy as np
+import xxhash
+
+from ._hashing import bytes_of
+from ._holders import name_of, only_argument_lists
+from ._records import ViewRead, ViewReadRecord
+
+BLOCK = 4096      # bytes per block hash
+MAX_VIEWS = 4096  # views tracked at once (the oldest are dropped beyond)
+
+
+def _address(arr):
+    return arr.__array_interface__["data"][0]
+
+
+def block_hashes(arr):
+    """XXH3-64 of each BLOCK bytes of a C-contiguous array's memory (of all its bytes as one
+    block when it is not C-contiguous)."""
+    if not arr.flags.c_contiguous:
+        return np.array([xxhash.xxh3_64_intdigest(bytes_of(arr))], np.uint64)
+    mv = memoryview(arr.reshape(-1).view(np.uint8))
+    n = max(1, -(-len(mv) // BLOCK))
+    return np.fromiter((xxhash.xxh3_64_intdigest(mv[b * BLOCK:(b + 1) * BLOCK])
+                        for b in range(n)), np.uint64, n)
+
+
+def byte_span(arr):
+    """[low, high) addresses of the bytes an array reaches."""
+    lo = hi = _address(arr)
+    for d, s in zip(arr.shape, arr.strides):
+        if d > 1:
+            lo, hi = lo + min(0, (d - 1) * s), hi + max(0, (d - 1) * s)
+    return lo, hi + arr.itemsize
+
+
+class View:
+    """One output array the engine returned."""
+
+    def __init__(self, arr, call, slot, bo):
+        self.ref, self.id, self.call, self.slot, self.bo = weakref.ref(arr), id(arr), call, slot, bo
+        self.addr, self.nbytes = _address(arr), arr.nbytes
+        self.contiguous = bool(arr.flags.c_contiguous)
+        self.orig = block_hashes(arr)  # what it showed when returned (or the program wrote)
+        self.now = self.orig.copy()    # what it showed when last hashed
+        self.last_change, self.by_host = 0, False
+        self.stale_since, self.stale_key, self.stale_thread = 0, None, 0
+        self.passed = {}               # id -> weak ref of arrays made from it passed to calls
+        self.done = self.excused = False
+
+    def note_passed(self, x):
+        """Remembers an array made from this view that the program passed to a call."""
+        r = self.passed.get(id(x))
+        if r is None or r() is not x:
+            if len(self.passed) >= 64:
+                self.passed = {k: w for k, w in self.passed.items() if w() is not None}
+            self.passed[id(x)] = weakref.ref(x)
+
+    def blocks_of(self, arr):
+        """The block range [first, last) that an array in this view's memory reaches."""
+        if not self.contiguous:
+            return 0, 1
+        lo, hi = byte_span(arr)
+        n = len(self.orig)
+        return (min(n, max(0, (lo - self.addr) // BLOCK)),
+                min(n, max(1, -(-(hi - self.addr) // BLOCK))))
+
+
+class ViewTable:
+    def __init__(self):
+        self.views = {}     # serial -> View
+        self.by_id = {}     # id(returned array) -> View
+        self.serial = 0
+        self.arg_lists = {}  # (ns, bo_key) -> ids of the arguments of its latest call
+
+    def alive(self):
+        """[(View, its array)] of the views still alive; forgets the others."""
+        out = []
+        for k, v in list(self.views.items()):
+            arr = v.ref()
+            if arr is None:
+                del self.views[k]
+                if self.by_id.get(v.id) is v:
+                    del self.by_id[v.id]
+            else:
+                out.append((v, arr))
+        return out
+
+    def find(self, arr):
+        """The View arr is (or is made from, or lies in the memory of); None when none."""
+        if not isinstance(arr, np.ndarray) or arr.size == 0:
+            return None
+        b = arr
+        while isinstance(b, np.ndarray):
+            v = self.by_id.get(id(b))
+            if v is not None and v.ref() is b:
+                return v
+            b = b.base
+        p = _address(arr)
+        best = None
+        for v in self.views.values():
+            if v.addr <= p < v.addr + v.nbytes and v.ref() is not None:
+                best = v if best is None or v.call > best.call else best
+        return best
+
+    def rehash(self, call=0, key=None, wrote=None, thread=0):
+        """Hashes the live views again. call 0: changes since the last hashing are the program's
+        own writes; call n: call n overwrote them (wrote: id(bo) -> whether call n's change of
+        that BO was a host write rather than its kernel); key: call n's iteration_key; thread:
+        the thread that made it."""
+        memo = {}
+        for v, arr in self.alive():
+            region = (v.addr, v.nbytes, v.contiguous)
+            cur = memo.get(region)
+            if cur is None:
+                cur = memo[region] = block_hashes(arr)
+            diff = cur != v.now
+            if diff.any():
+                if call:
+                    v.last_change = call
+                    v.by_host = bool((wrote or {}).get(v.bo, False))
+                else:
+                    v.orig[diff] = cur[diff]
+                v.now = cur.copy()
+            if not (v.now != v.orig).any():
+                v.stale_since, v.stale_key = 0, None
+            elif call and not v.stale_since:
+                v.stale_since, v.stale_key, v.stale_thread = call, key, thread
+
+    def note_returned(self, n, results, bos, out_set):
+        """Tracks the output arrays call n returned (zero-copy views into its BOs)."""
+        try:
+            items = list(results)
+        except TypeError:
+            return
+        for i, r in enumerate(items):
+            if i not in out_set or not isinstance(r, np.ndarray) or r.size == 0 or \
+                    id(r) in self.by_id and self.by_id[id(r)].ref() is r:
+                continue
+            bo = id(bos[i]) if bos is not None and i < len(bos) else 0
+            v = View(r, n, i, bo)
+            self.serial += 1
+            self.views[self.serial] = self.by_id[id(r)] = v
+        while len(self.views) > MAX_VIEWS:
+            v = self.views.pop(next(iter(self.views)))
+            if self.by_id.get(v.id) is v:
+                del self.by_id[v.id]
+
+    def note_arguments(self, ns, key, inputs):
+        self.arg_lists[(ns, key)] = tuple(map(id, inputs))
+
+    def event(self, v, var, reader, read_call):
+        v.done = True
+        return ViewReadRecord(ViewRead(var=var, reader=reader, read_call=read_call,
+                                       captured_call=v.call, slot=v.slot,
+                                       overwritten_by=v.last_change or v.call,
+                                       by_host_write=v.by_host))
+
+    def reads(self, n, kernel, inputs, written):
+        """view_read events of call n's arguments (before the engine runs it)."""
+        events = []
+        for i, x in enumerate(inputs):
+            v = self.find(x)
+            if v is None:
+                continue
+            if x is not v.ref():
+                v.note_passed(x)
+            first, last = v.blocks_of(x)
+            if v.done or not written[i] or not (v.now[first:last] != v.orig[first:last]).any():
+                continue
+            var = name_of([x]) or "arg%d" % i
+            events.append(self.event(v, var, "call %d (%s)" % (n, kernel), n))
+        return events
+
+    def held(self, running_keys, reader, at_exit=False, thread=0):
+        """view_read events of overwritten views the program still holds: at a call of thread
+        `thread` whose running loops' iteration keys are running_keys (views that thread's
+        calls overwrote), or at exit (all)."""
+        events = []
+        lists = set(self.arg_lists.values())
+        for v in list(self.views.values()):
+            if v.done or not v.stale_since or v.ref() is None or \
+                    (not at_exit and (v.excused or v.stale_thread != thread or
+                                      v.stale_key is not None and v.stale_key in running_keys)):
+                continue
+            passed = [r for r in list(v.passed.values()) if r() is not None]
+            if only_argument_lists(v.ref, passed, lists):
+                v.excused = True
+                continue
+            var = name_of([a for a in [v.ref()] + [r() for r in passed] if a is not None],
+                          lists) or \
+                "view of call %d slot %d" % (v.call, v.slot)
+            events.append(self.event(v, var, reader, 0))
+        return events
