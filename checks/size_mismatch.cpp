@@ -97,6 +97,9 @@ void declared(const Trace& t, FindingSink& sink) {
       if (s.host.bytes == p.bytes || c.first_of_key()) continue;
       bool skipped_slot = c.is_static(s.slot) || c.is_inter(s.slot);
       if (s.host.bytes < p.bytes && skipped_slot && !s.output) continue;  // nothing written
+      // A 0-byte placeholder uploads nothing (the real engine writes 0 bytes, raising nothing):
+      // placeholder-upload judges what the kernel then reads.
+      if (s.host.source == ArraySource::placeholder && s.host.bytes == 0 && !s.output) continue;
       std::string msg = "slot " + s.name + " is " + std::to_string(s.host.bytes) +
                         " bytes but the BO of '" + c.bo_key + "' was sized " +
                         std::to_string(p.bytes) + " bytes at call " +
@@ -137,6 +140,8 @@ std::string size_note(const Trace& t, const TraceCall& c, const TraceSlot& s) {
   // the BO as its key's first call set it up (an np.empty(0) placeholder after a preload).
   bool skipped_slot = c.is_static(s.slot) || c.is_inter(s.slot);
   if (s.host.bytes < s.bo_bytes && skipped_slot && !s.output && !s.written) return "";
+  // A 0-byte placeholder written into a slot uploads nothing: placeholder-upload judges it.
+  if (s.host.source == ArraySource::placeholder && s.host.bytes == 0 && s.written) return "";
   std::string head = "slot " + s.name + " is " + std::to_string(s.host.bytes) +
                      " bytes but its BO (" + s.place.label() + ") was sized " +
                      std::to_string(s.bo_bytes) + " bytes at first use";

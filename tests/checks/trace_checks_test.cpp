@@ -1027,3 +1027,39 @@ TEST(TraceCheck_IntermediateRead, RecordedWithShadowSeverityFromTheOutputs) {
 
 }  // namespace
 }  // namespace bod
+
+namespace bod {
+namespace {
+
+// A 0-element placeholder in a non-static slot uploads nothing: the BO keeps its bytes. Only
+// its own key uses the BO: a note, and no size-mismatch. A shared pool BO another key wrote
+// since: an error naming that call.
+TEST(TraceCheck_PlaceholderUpload, EmptyPlaceholderInANonStaticSlot) {
+  TraceBuilder own;
+  own.kernel("k", {"x", "w", "out"});
+  own.call("k", "k").slot(1).var("w");
+  own.call("k", "k").slot(1).placeholder("w").bytes(0);
+  Trace t = own.build();
+  ASSERT_TRUE(t.calls[1].slots[1].written);
+  auto v = run_check(run_placeholder_upload, t);
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  EXPECT_EQ(v[0].severity, Severity::note);
+  EXPECT_EQ(v[0].call, 2);
+  EXPECT_TRUE(run_check(run_size_mismatch, t).empty()) << describe(run_check(run_size_mismatch, t));
+
+  TraceBuilder pool;
+  pool.kernel("k", {"x", "w", "out"});
+  pool.call("k", "a").shared_nonstatic().slot(1).var("wa");
+  pool.call("k", "b").shared_nonstatic().slot(1).var("wb");
+  pool.call("k", "a").shared_nonstatic().slot(1).placeholder("wa").bytes(0);
+  Trace p = pool.build();
+  ASSERT_EQ(p.calls[2].slots[1].place.pool, BoPool::shared);
+  auto e = run_check(run_placeholder_upload, p);
+  ASSERT_EQ(e.size(), 1u) << describe(e);
+  EXPECT_EQ(e[0].severity, Severity::error);
+  EXPECT_EQ(e[0].call, 3);
+  EXPECT_NE(e[0].message.find("call 2 (bo_key 'b')"), std::string::npos) << e[0].message;
+}
+
+}  // namespace
+}  // namespace bod
