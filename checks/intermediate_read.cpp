@@ -68,8 +68,9 @@ void recorded(const Trace& t, FindingSink& sink) {
       if (!t.header.caps.no_reuse) {
         f.severity = Severity::warning;
         f.message += "; whether it reads them: record --shadow to decide";
-        f.severity_basis = "the caller meant the slot as input, but nothing shows yet whether "
-                           "the kernel reads it (no shadow outputs)";
+        f.severity_basis =
+            "the caller meant the slot as input, but nothing shows yet whether "
+            "the kernel reads it (no shadow outputs)";
       } else if (c.diverged() && !only_intermediates_stale(c)) {
         f.severity = Severity::warning;
         f.message += "; the outputs diverged, but other slots of the call were stale too";
@@ -80,8 +81,9 @@ void recorded(const Trace& t, FindingSink& sink) {
       } else {
         f.severity = Severity::note;
         f.message += "; benign here: the outputs are bit-identical to the no-reuse run's";
-        f.severity_basis = "the shadow outputs are bit-identical: the kernel overwrote the slot "
-                           "before reading it, or never read it";
+        f.severity_basis =
+            "the shadow outputs are bit-identical: the kernel overwrote the slot "
+            "before reading it, or never read it";
       }
       sink.add(std::move(f));
     }

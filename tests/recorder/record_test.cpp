@@ -35,15 +35,15 @@ struct Proc {
   std::string out, err;
 };
 
-
 class Record : public testing::ScratchDirTest {
  protected:
   Record() : ScratchDirTest("bod_record_test") {}
   void SetUp() override {
     ScratchDirTest::SetUp();
     if (std::system((std::string(kPython) + " -c 'import numpy, xxhash' 2>/dev/null").c_str()) != 0)
-      GTEST_SKIP() << kPython << " lacks numpy or xxhash: run tool/setup.sh (installs "
-                   "python3-numpy and python3-xxhash)";
+      GTEST_SKIP() << kPython
+                   << " lacks numpy or xxhash: run tool/setup.sh (installs "
+                      "python3-numpy and python3-xxhash)";
   }
 
   Proc run(const std::string& cmd) {
@@ -53,7 +53,8 @@ class Record : public testing::ScratchDirTest {
   }
 
   std::string program(const std::string& bug) {
-    return std::string(kPython) + " " + BOD_SOURCE_DIR + "/tests/recorder/standin/run_llama.py --bug " + bug;
+    return std::string(kPython) + " " + BOD_SOURCE_DIR +
+           "/tests/recorder/standin/run_llama.py --bug " + bug;
   }
 
   // Records the stand-in with one seeded bug and returns analyze's JSON report.
@@ -92,8 +93,8 @@ std::string describe(const json& report) {
   std::ostringstream s;
   for (auto& f : report["findings"])
     s << "  " << f["check"].get<std::string>() << " " << f["severity"].get<std::string>()
-      << " call " << f["call"] << " slot " << f["slot"] << ": "
-      << f["message"].get<std::string>() << "\n";
+      << " call " << f["call"] << " slot " << f["slot"] << ": " << f["message"].get<std::string>()
+      << "\n";
   return s.str();
 }
 
@@ -248,7 +249,8 @@ TEST_F(Record, AViewHeldAtExit) {
   fs::path script = dir_ / "exit_capture.py";
   std::ofstream(script) << "import sys, tempfile\n"
                            "import numpy as np\n"
-                           "sys.path.insert(0, '" BOD_SOURCE_DIR "/tests/recorder/standin')\n"
+                           "sys.path.insert(0, '" BOD_SOURCE_DIR
+                           "/tests/recorder/standin')\n"
                            "from shared.infra.cache import KernelCache\n"
                            "def k(a): a.get(1, (4,))[...] = 2 * a.get(0, (4,))\n"
                            "cache = KernelCache(cache_dir=tempfile.mkdtemp())\n"
@@ -306,9 +308,9 @@ TEST_F(Record, KilledProgramStillLeavesATrace) {
                            "c.KernelCache.load_and_run = f\n"
                            "runpy.run_path(sys.argv[0] if False else '" BOD_SOURCE_DIR
                            "/tests/recorder/standin/run_llama.py', run_name='__main__')\n";
-  Proc r = run(std::string("PYTHONPATH=") + BOD_SOURCE_DIR + "/tests/recorder/standin " +
-               BOD_BINARY + " record -o " + trace.string() + " -- " + kPython + " " +
-               script.string());
+  Proc r =
+      run(std::string("PYTHONPATH=") + BOD_SOURCE_DIR + "/tests/recorder/standin " + BOD_BINARY +
+          " record -o " + trace.string() + " -- " + kPython + " " + script.string());
   EXPECT_EQ(r.code, 128 + 9) << r.err;
   EXPECT_NE(r.err.find("recorded 11 call(s)"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("did not exit normally"), std::string::npos) << r.err;
@@ -391,9 +393,12 @@ TEST_F(Record, RecorderHashesAsBoDoctorDoes) {
   for (size_t n : sizes) list += (list.empty() ? "" : ",") + std::to_string(n);
   fs::path py = dir_ / "hashes.py";
   std::ofstream(py) << "import sys\n"
-                       "sys.path.insert(0, '" BOD_SOURCE_DIR "/tool/recorder/python')\n"
+                       "sys.path.insert(0, '" BOD_SOURCE_DIR
+                       "/tool/recorder/python')\n"
                        "from bo_doctor import _hashing\n"
-                       "for n in [" << list << "]:\n"
+                       "for n in ["
+                    << list
+                    << "]:\n"
                        "    b = bytes((i * 2654435761 >> 13) & 255 for i in range(n))\n"
                        "    print(_hashing.hex_digest(b))\n";
   Proc r = run(std::string(kPython) + " " + py.string());
@@ -401,7 +406,8 @@ TEST_F(Record, RecorderHashesAsBoDoctorDoes) {
   std::istringstream lines(r.out);
   for (size_t n : sizes) {
     std::vector<uint8_t> b(n);
-    for (size_t i = 0; i < n; ++i) b[i] = static_cast<uint8_t>((uint64_t(i) * 2654435761u >> 13) & 255);
+    for (size_t i = 0; i < n; ++i)
+      b[i] = static_cast<uint8_t>((uint64_t(i) * 2654435761u >> 13) & 255);
     std::string got;
     ASSERT_TRUE(std::getline(lines, got)) << "n=" << n;
     EXPECT_EQ(got, hash_hex(hash_bytes(b.data(), n))) << "n=" << n;

@@ -117,16 +117,16 @@ std::string render_json(const Report& r) {
                         {"calls", k.calls},
                         {"divergence", "not measured (needs no_reuse: record --shadow)"}});
       else
-      keys.push_back({{"bo_key", k.bo_key},
-                      {"kernel", k.kernel},
-                      {"first_call", k.first_call},
-                      {"calls", k.calls},
-                      {"first_call_diverged", k.first_diverged > 0},
-                      {"later_calls_diverged", k.later_diverged},
-                      {"first_bad_later_call", k.first_bad_later_call},
-                      {"first_min_cosine", finite(k.first_min_cosine)},
-                      {"later_min_cosine", finite(k.later_min_cosine)},
-                      {"later_nan_inf", k.later_nan}});
+        keys.push_back({{"bo_key", k.bo_key},
+                        {"kernel", k.kernel},
+                        {"first_call", k.first_call},
+                        {"calls", k.calls},
+                        {"first_call_diverged", k.first_diverged > 0},
+                        {"later_calls_diverged", k.later_diverged},
+                        {"first_bad_later_call", k.first_bad_later_call},
+                        {"first_min_cosine", finite(k.first_min_cosine)},
+                        {"later_min_cosine", finite(k.later_min_cosine)},
+                        {"later_nan_inf", k.later_nan}});
     j["keys"] = keys;
     j["figures"] = {{"reuse", engine_json(run.reuse, r.timings)}};
     if (r.coverage.no_reuse) j["figures"]["no_reuse"] = engine_json(run.noreuse, r.timings);

@@ -50,12 +50,10 @@ std::string Report::location(const std::string& pointer) const {
 std::string Coverage::note() const {
   std::string s;
   if (!no_reuse && ran < checks) {
-    s = "no no-reuse run: " + std::to_string(ran) + " of " + std::to_string(checks) +
-        " checks ran";
+    s = "no no-reuse run: " + std::to_string(ran) + " of " + std::to_string(checks) + " checks ran";
     if (!need_no_reuse.empty()) {
       s += "; ";
-      for (size_t i = 0; i < need_no_reuse.size(); ++i)
-        s += (i ? ", " : "") + need_no_reuse[i];
+      for (size_t i = 0; i < need_no_reuse.size(); ++i) s += (i ? ", " : "") + need_no_reuse[i];
       s += need_no_reuse.size() == 1 ? " needs" : " need";
       s += " record --shadow";
     }
@@ -118,7 +116,8 @@ Report build_report(const std::string& command, const Trace& t, bool timings,
   r.coverage.no_reuse = t.header.caps.no_reuse;
   r.coverage.finished = t.finished;
   for (auto& g : r.gaps)
-    if (g.missing.find("no_reuse") != std::string::npos) r.coverage.need_no_reuse.push_back(g.check);
+    if (g.missing.find("no_reuse") != std::string::npos)
+      r.coverage.need_no_reuse.push_back(g.check);
   r.findings = sink.sorted();
   return r;
 }

@@ -43,10 +43,10 @@ struct RunFigures {
 // How much of the trace's evidence the checks had: every format states it beside the verdict,
 // so a PASS never hides what was not checked.
 struct Coverage {
-  int checks = 0;          // in the registry
-  int ran = 0;             // fed fully by the trace
-  bool no_reuse = true;    // compared with a no-reuse engine (check, record --shadow)
-  bool finished = true;    // the run reached its end (the trace has its "end" line)
+  int checks = 0;        // in the registry
+  int ran = 0;           // fed fully by the trace
+  bool no_reuse = true;  // compared with a no-reuse engine (check, record --shadow)
+  bool finished = true;  // the run reached its end (the trace has its "end" line)
   std::vector<std::string> need_no_reuse;  // checks not (fully) run for want of no_reuse
   // Nothing to say: every check's evidence was there, the run finished.
   bool complete() const { return no_reuse && finished && ran == checks; }

@@ -210,7 +210,8 @@ struct Trace {
   EngineFigures reuse, noreuse;
   bool timings = false;  // figures carry measured times
   double wall_s = 0;
-  bool finished = true;  // the run reached its end ("end" line): false when the program stopped early
+  bool finished =
+      true;  // the run reached its end ("end" line): false when the program stopped early
 
   const KernelInfo* kernel(const std::string& name) const;
   // The call with this number, or null.
