@@ -28,8 +28,13 @@ void count_findings(Report& r) {
     r.counts.errors += f.severity == Severity::error;
     r.counts.warnings += f.severity == Severity::warning;
     r.counts.notes += f.severity == Severity::note;
-    if (f.severity == Severity::error && f.call &&
-        (!first || f.call < first->call || (f.call == first->call && first->latent && !f.latent))) {
+    // The earliest call; at one call a real finding before a latent one, and a cause before
+    // its symptom (output-divergence says the outputs differ, the other checks say why).
+    auto symptom = [](const Finding& x) { return x.check == "output-divergence"; };
+    bool better_here = first && f.call == first->call &&
+                       ((first->latent && !f.latent) ||
+                        (first->latent == f.latent && symptom(*first) && !symptom(f)));
+    if (f.severity == Severity::error && f.call && (!first || f.call < first->call || better_here)) {
       first = &f;
       r.first_error_index = static_cast<long>(i);
     }

@@ -84,8 +84,9 @@ struct Report {
   GateOptions gate;                  // what fails the run, what is known or suppressed
   std::vector<FindingGroup> groups;  // findings sharing a cause
   FindingCounts counts;
-  // The earliest new error tied to a call (a diverging one before a latent one on the same
-  // call): its index in findings (-1: none) and where its call is (TraceCall::where).
+  // The earliest new error tied to a call (on one call: a real one before a latent one, a
+  // cause before its symptom, output-divergence): its index in findings (-1: none) and where
+  // its call is (TraceCall::where).
   long first_error_index = -1;
   std::string first_error_where;
   // Line and column in model.json of the JSON pointers findings name (set by the command
