@@ -34,7 +34,8 @@ void count_findings(Report& r) {
     bool better_here = first && f.call == first->call &&
                        ((first->latent && !f.latent) ||
                         (first->latent == f.latent && symptom(*first) && !symptom(f)));
-    if (f.severity == Severity::error && f.call && (!first || f.call < first->call || better_here)) {
+    if (f.severity == Severity::error && f.call &&
+        (!first || f.call < first->call || better_here)) {
       first = &f;
       r.first_error_index = static_cast<long>(i);
     }
