@@ -46,6 +46,34 @@ void latent(const Trace& t, const TraceCall& c, const TraceSlot& s, FindingSink&
 // slot was meant as input and the kernel may read bytes the caller never sent: a warning
 // without shadow outputs, then an error when the outputs diverged, a note when they are
 // bit-identical.
+// With shadow outputs: the call diverged, and the only slots whose bytes before dispatch
+// differed from the no-reuse run's are intermediates; of those, the one to blame (the only one,
+// or the only one the call reads back: an accumulating output). Null when none or unclear.
+const TraceSlot* blamed(const Trace& t, const TraceCall& c) {
+  if (!t.header.caps.no_reuse || !c.diverged() || !only_intermediates_stale(c)) return nullptr;
+  const TraceSlot *one = nullptr, *out = nullptr;
+  int n = 0, outs = 0;
+  for (auto& s : c.slots)
+    if (s.reuse_pre != s.noreuse_pre) {
+      ++n, one = &s;
+      if (s.output) ++outs, out = &s;
+    }
+  return n == 1 ? one : outs == 1 ? out : nullptr;
+}
+
+// The B2 pattern gone wrong: the kernel reads the skipped slot (it accumulates into it).
+void accumulated(const TraceCall& c, const TraceSlot& s, FindingSink& sink) {
+  Finding f = make_finding(kInfo, c, s.slot, c.key_first_call);
+  f.message = "intermediate slot " + s.name +
+              " held the previous call's bytes and the outputs differ from the no-reuse run's, "
+              "where it was written: the kernel reads it (an accumulating output?)";
+  f.evidence = {{"device bytes before (reuse vs no-reuse)", hash_pair(s.reuse_pre, s.noreuse_pre)}};
+  f.severity_basis =
+      "the outputs diverged and this intermediate is the slot whose bytes before dispatch "
+      "differed from the no-reuse run's";
+  sink.add(std::move(f));
+}
+
 void recorded(const Trace& t, FindingSink& sink) {
   std::map<std::tuple<std::string_view, std::string_view, int>, uint64_t> passed;
   for (auto& c : t.calls) {
@@ -57,9 +85,13 @@ void recorded(const Trace& t, FindingSink& sink) {
       auto it = passed.find(key);
       bool new_data = it != passed.end() && it->second != s.host.hash;
       passed[key] = s.host.hash;
-      if (c.failed || s.written || !new_data || s.place.pool == BoPool::alias ||
-          s.reuse_pre == s.host.hash || s.host.bytes != s.bo_bytes)
+      if (c.failed || s.written || s.place.pool == BoPool::alias || s.reuse_pre == s.host.hash ||
+          s.host.bytes != s.bo_bytes)
         continue;
+      if (!new_data) {  // the B2 pattern, unless the shadow run pins the divergence on it
+        if (const TraceSlot* only = blamed(t, c); only == &s) accumulated(c, s, sink);
+        continue;
+      }
       Finding f = make_finding(kInfo, c, s.slot, c.key_first_call);
       f.message = "intermediate slot " + s.name + " was passed new data (" + s.host.name +
                   ") but not written: the kernel ran on the bytes the BO held";

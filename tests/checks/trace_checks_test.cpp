@@ -1063,3 +1063,33 @@ TEST(TraceCheck_PlaceholderUpload, EmptyPlaceholderInANonStaticSlot) {
 
 }  // namespace
 }  // namespace bod
+
+namespace bod {
+namespace {
+
+// With shadow outputs, the B2 pattern gone wrong: the caller passes the same zeros each call
+// for an output the kernel accumulates into. The outputs diverge and the intermediate output is
+// the only slot whose before-state differed: intermediate-read names it. Bit-identical outputs:
+// silent.
+TEST(TraceCheck_IntermediateRead, RecordedAccumulatingOutputWithShadow) {
+  auto build = [](bool diverge) {
+    TraceBuilder b;
+    b.caps(only_caps(true, true));
+    b.kernel("gemm", {"a", "w", "c"});
+    b.call("gemm", "g").inters({2}).outputs({2}).slot(2).var("zeros").hash(0x20);
+    auto& c2 = b.call("gemm", "g").inters({2}).outputs({2});
+    c2.slot(2).var("zeros").hash(0x20).pre(0x99, 0x20);
+    if (diverge) c2.diverged(2, 0.7);
+    return b.build();
+  };
+  auto v = run_check(run_intermediate_read, build(true));
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  EXPECT_EQ(v[0].severity, Severity::error);
+  EXPECT_EQ(v[0].call, 2);
+  EXPECT_EQ(v[0].slot, 2);
+  EXPECT_NE(v[0].message.find("accumulating"), std::string::npos) << v[0].message;
+  EXPECT_TRUE(run_check(run_intermediate_read, build(false)).empty());
+}
+
+}  // namespace
+}  // namespace bod
