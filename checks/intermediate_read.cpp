@@ -78,13 +78,13 @@ void recorded(const Trace& t, FindingSink& sink) {
   std::map<std::tuple<std::string_view, std::string_view, int>, uint64_t> passed;
   for (auto& c : t.calls) {
     for (auto& s : c.slots) {
-      if (s.role != SlotRole::intermediate || s.host.source == ArraySource::placeholder ||
-          s.host.source == ArraySource::view)
-        continue;
+      if (s.host.source == ArraySource::placeholder || s.host.source == ArraySource::view) continue;
+      // What the caller passed in this slot at the key's previous call, whatever its role then.
       auto key = std::make_tuple(std::string_view(c.ns), std::string_view(c.bo_key), s.slot);
       auto it = passed.find(key);
       bool new_data = it != passed.end() && it->second != s.host.hash;
       passed[key] = s.host.hash;
+      if (s.role != SlotRole::intermediate) continue;
       if (c.failed || s.written || s.place.pool == BoPool::alias || s.reuse_pre == s.host.hash ||
           s.host.bytes != s.bo_bytes)
         continue;

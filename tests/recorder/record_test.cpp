@@ -73,13 +73,14 @@ class Record : public testing::ScratchDirTest {
 
   // Records one variant of run_captures.py (the stand-in program written the way users write
   // their loops) and returns analyze's JSON report; the trace stays in trace_.
-  json recorded_captures(const std::string& variant, bool shadow = false) {
+  json recorded_captures(const std::string& variant, bool shadow = false, int calls = 5) {
     trace_ = dir_ / ("captures-" + variant + ".jsonl");
     Proc r = run(std::string(BOD_BINARY) + " record " + (shadow ? "--shadow " : "") + "-o " +
                  trace_.string() + " -- " + kPython + " " + BOD_SOURCE_DIR +
                  "/tests/recorder/standin/run_captures.py --variant " + variant);
     EXPECT_EQ(r.code, 0) << r.err;
-    EXPECT_NE(r.err.find("recorded 5 call(s)"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("recorded " + std::to_string(calls) + " call(s)"), std::string::npos)
+        << r.err;
     Proc a = run(std::string(BOD_BINARY) + " analyze --format json " + trace_.string());
     EXPECT_TRUE(a.code == 0 || a.code == 1) << a.err;
     return json::parse(a.out, nullptr, false);
@@ -444,6 +445,40 @@ TEST(Spool, NoHeaderIsAnError) {
   std::istringstream in("{\"kind\":\"end\"}\n");
   SpoolSummary s;
   EXPECT_FALSE(trace_text_from_spool(in, "spool", s));
+}
+
+// Two requests through the same caches (run_captures.py, calls 6-9 repeat 2-5 on a new input).
+// Clean: no error or warning in either mode.
+TEST_F(Record, SecondRequestThroughTheSameCachesIsClean) {
+  for (bool shadow : {false, true}) {
+    json r = recorded_captures("second-request", shadow, 9);
+    EXPECT_EQ(errors_and_warnings(r), 0) << describe(r);
+  }
+}
+
+// Weights updated in place between the requests (a LoRA merge): layer 1's static slot keeps the
+// old weights. Found from the bytes alone, at its call and slot, with and without --shadow.
+TEST_F(Record, WeightsUpdatedInPlaceAreStaleStatic) {
+  for (bool shadow : {false, true}) {
+    json r = recorded_captures("lora-in-place", shadow, 9);
+    EXPECT_TRUE(has(r, "stale-static", 7, 1)) << describe(r);
+    EXPECT_EQ(r["summary"]["verdict"], "fail");
+  }
+}
+
+// A per-call input (the residual) in intermediate_indices: a warning without --shadow (the
+// caller passed new data the BO does not hold), the cause at error severity with it, named as
+// the first error before output-divergence's symptom.
+TEST_F(Record, PerCallInputInIntermediateIsWarnedThenProven) {
+  json plain = recorded_captures("input-in-intermediate", false, 9);
+  EXPECT_TRUE(has(plain, "intermediate-read", 6, 2, "warning")) << describe(plain);
+  EXPECT_EQ(plain["summary"]["errors"], 0) << describe(plain);
+  json shadow = recorded_captures("input-in-intermediate", true, 9);
+  EXPECT_TRUE(has(shadow, "intermediate-read", 6, 2, "error")) << describe(shadow);
+  Proc text = run(std::string(BOD_BINARY) + " analyze " + trace_.string());
+  EXPECT_NE(text.out.find("first error: call 6, l=0, block slot 2 (arg2) -- intermediate-read"),
+            std::string::npos)
+      << text.out;
 }
 
 }  // namespace

@@ -56,9 +56,10 @@ bool TraceCall::diverged() const {
 
 std::string TraceCall::where() const {
   std::string s = phase;
-  if (token >= 0) s += " t=" + std::to_string(token);
-  if (layer >= 0) s += " l=" + std::to_string(layer);
-  if (thread > 0) s += (s.empty() ? "thread " : " thread ") + std::to_string(thread);
+  auto add = [&s](const std::string& part) { s += (s.empty() ? "" : " ") + part; };
+  if (token >= 0) add("t=" + std::to_string(token));
+  if (layer >= 0) add("l=" + std::to_string(layer));
+  if (thread > 0) add("thread " + std::to_string(thread));
   return s;
 }
 

@@ -98,7 +98,12 @@ VARIANTS = {
     "capture-slices": [("view-overwritten", 2, 3), ("view-overwritten", 3, 3)],
     "skip-view": [("view-overwritten", 2, 3)],
     "key-without-layer": [("key-collision", 3, 1)],
+    # two requests through the same caches (calls 6-9)
+    "second-request": [],
+    "lora-in-place": [("stale-static", 7, 1)],
+    "input-in-intermediate": [("intermediate-read", 6, 2)],  # a warning without --shadow
 }
+TWO_REQUESTS = ("second-request", "lora-in-place", "input-in-intermediate")
 
 
 class RealCacheVariants(unittest.TestCase):
@@ -127,11 +132,29 @@ class RealCacheVariants(unittest.TestCase):
                              if f["severity"] != "note")
                 self.assertEqual(got, sorted(want), json.dumps(report["findings"], indent=1))
                 layers = [l["labels"]["layer"] for l in lines if l.get("type") == "call"]
-                self.assertEqual(layers, [-1, 0, 1, 2, -1])
+                again = [0, 1, 2, -1] if variant in TWO_REQUESTS else []
+                self.assertEqual(layers, [-1, 0, 1, 2, -1] + again)
 
     def test_pass_on_with_shadow_runs(self):
         report, _ = self.record("pass-on", shadow=True)
         self.assertEqual(report["summary"]["verdict"], "pass")
+
+    def test_two_requests_with_shadow_runs(self):
+        """With shadow runs: the second request stays clean, and the two bugs are errors whose
+        cause is named at their call and slot."""
+        want = {"second-request": [], "lora-in-place": [("stale-static", 7, 1)],
+                "input-in-intermediate": [("intermediate-read", 6, 2)]}
+        for variant, causes in want.items():
+            with self.subTest(variant=variant):
+                report, _ = self.record(variant, shadow=True)
+                errors = {(f["check"], f["call"], f["slot"]) for f in report["findings"]
+                          if f["severity"] == "error"}
+                warnings = [f for f in report["findings"] if f["severity"] == "warning"]
+                self.assertEqual(warnings, [])
+                if not causes:
+                    self.assertEqual(errors, set())
+                for c in causes:
+                    self.assertIn(c, errors)
 
 
 if __name__ == "__main__":

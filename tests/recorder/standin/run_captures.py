@@ -26,6 +26,15 @@ handed back as a zero-copy view; `head` (x, w_head, logits): logits = x[-1] @ w_
                                                        run layer 0's weights: key-collision call 3
                                                        slot 1 (the layer comes from `i`)
 
+Two requests through the same caches (calls 6-9 repeat 2-5 on another input):
+  second-request      -   for i in range(N_LAYERS)     nothing: the weights stay resident
+  lora-in-place      yes  W[1] += delta in place       layer 1's static weights changed but are
+                          between the requests         not rewritten: stale-static call 7 slot 1
+  input-in-intermediate yes res in intermediate_indices the residual (new data each request) is
+                                                       never written: intermediate-read call 6
+                                                       slot 2 (a warning without --shadow, an
+                                                       error with it)
+
 Prints "variant=NAME", then "reference: match|MISMATCH" (the outputs and captures against a
 plain numpy forward pass), then "logits: ...". --engine mlir-air runs on mlir-air's cache.py
 (tests/recorder/mlir_air/run_real_cache.py says where it looks) and exits 77 without one.
@@ -42,7 +51,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 N_LAYERS, ROWS, E, V = 3, 4, 16, 8
 VARIANTS = ("pass-on", "after-loop", "capture-views", "capture-slices", "skip-view",
-            "key-without-layer")
+            "key-without-layer", "second-request", "lora-in-place", "input-in-intermediate")
+TWO_REQUESTS = ("second-request", "lora-in-place", "input-in-intermediate")
 F32 = np.float32
 
 
@@ -86,11 +96,12 @@ def mlir_air_cache():
     return cache
 
 
-def block(cache, x, w, key, res=None):
+def block(cache, x, w, key, res=None, inter=()):
     """One layer; returns the output as the engine hands it back (a view of the pooled BO)."""
     res = x if res is None else res
     return cache.load_and_run("block", {}, x, w, res, np.zeros((ROWS, E), F32),
                               output_indices=[3], static_input_indices=[1],
+                              intermediate_indices=list(inter),
                               bo_key=key, shared_nonstatic=True)[3].reshape(ROWS, E)
 
 
@@ -128,7 +139,7 @@ def main(argv=None):
 
     ref_outs, ref_logits = reference(x0, W, w_head, skip_from=2 if variant == "skip-view" else None)
     head(cache, np.zeros((ROWS, E), F32), w_head)  # preload: call 1, outside any loop
-    w_head = np.empty(0, F32)                       # freed: resident in its BO
+    w_full, w_head = w_head, np.empty(0, F32)       # freed: resident in its BO
     x = x0
     outs = []
     if variant == "after-loop":
@@ -155,6 +166,17 @@ def main(argv=None):
             outs.append(x if variant == "capture-views" else np.array(x))
     logits = head(cache, x, w_head)                 # call 5, after the layer loop
 
+    if variant in TWO_REQUESTS:  # a second request through the same caches
+        if variant == "lora-in-place":
+            W[1] += F32(0.05)  # a LoRA merge, in place: the same array, new bytes
+        x1 = (x0 + 1).astype(F32)
+        ref_outs, ref_logits = reference(x1, W, np.asarray(w_full), None)
+        x, outs = x1, []
+        inter = (2,) if variant == "input-in-intermediate" else ()
+        for i in range(N_LAYERS):
+            x = block(cache, x, W[i], f"block_L{i}", inter=inter)
+            outs.append(np.array(x))
+        logits = head(cache, x, w_head)             # call 9
     ok = all(np.allclose(o, r, atol=1e-5) for o, r in zip(outs, ref_outs)) and \
         np.allclose(logits, ref_logits, atol=1e-4)
     print("reference: %s" % ("match" if ok else "MISMATCH"))
