@@ -52,6 +52,10 @@ struct StaleStatic {
   Resident resident;
   bool collision;
 };
+// With shadow outputs, a stale slot whose call's compared outputs are all bit-identical to the
+// no-reuse run's did no harm there: its finding becomes a note saying so (severity from
+// evidence). False without compared outputs.
+bool benign_by_outputs(const Trace& t, const TraceCall& c, Finding& f);
 // In call order; the rule both stale-static and key-collision judge by bytes, not by names.
 std::vector<StaleStatic> stale_statics(const Trace& t);
 // The evidence of a stale slot: the BO's bytes before dispatch against the no-reuse engine's,

@@ -77,6 +77,16 @@ std::vector<std::pair<std::string, std::string>> before_evidence(const Trace& t,
            hash_pair(s.reuse_pre, s.host.hash)}};
 }
 
+bool benign_by_outputs(const Trace& t, const TraceCall& c, Finding& f) {
+  if (!t.header.caps.no_reuse || c.outputs_cmp.empty() || c.diverged()) return false;
+  f.severity = Severity::note;
+  f.message += "; benign here: the call's outputs are bit-identical to the no-reuse run's";
+  f.severity_basis =
+      "the slot held other bytes than the no-reuse run's, yet every output of the call is "
+      "bit-identical: the kernel did not depend on them at this call";
+  return true;
+}
+
 std::vector<StaleStatic> stale_statics(const Trace& t) {
   std::vector<StaleStatic> r;
   if (!t.header.caps.run) return r;

@@ -22,7 +22,26 @@ TraceBuilder stale_lut() {
   b.kernel("rope", {"x", "lut", "out"});
   b.call("rope", "rope_dec").statics({1}).token(0).slot(1).var("lut").hash(11);
   b.call("rope", "rope_dec").statics({1}).token(1).slot(1).var("lut").hash(12).pre(11, 12);
+  b.at(2).diverged(2, 0.9);  // the stale LUT changed the output
   return b;
+}
+
+// Severity from evidence: the same stale slot with bit-identical shadow outputs is a note that
+// says why; without compared outputs (a plain recording) it stays an error.
+TEST(TraceCheck_StaleStatic, NoteWhenTheOutputsAreBitIdentical) {
+  TraceBuilder b;
+  b.kernel("rope", {"x", "lut", "out"});
+  b.call("rope", "rope_dec").statics({1}).token(0).slot(1).var("lut").hash(11);
+  b.call("rope", "rope_dec").statics({1}).token(1).slot(1).var("lut").hash(12).pre(11, 12);
+  auto v = run_check(run_stale_static, b.build());
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  EXPECT_EQ(v[0].severity, Severity::note);
+  EXPECT_NE(v[0].message.find("bit-identical"), std::string::npos) << v[0].message;
+  b.caps(only_caps(true, false));
+  b.at(2).slot(1).pre(11, 0);
+  v = run_check(run_stale_static, b.build());
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  EXPECT_EQ(v[0].severity, Severity::error);
 }
 
 TEST(TraceCheck_StaleStatic, FiresWhenSkippedStaticDataChanged) {
@@ -171,6 +190,7 @@ TraceBuilder two_layers(const std::string& key0, const std::string& key1) {
   b.kernel("proj", {"x", "w", "out"});
   b.call("proj", key0).statics({1}).layer(0).slot(1).tensor("w[0]").hash(5);
   b.call("proj", key1).statics({1}).layer(1).slot(1).tensor("w[1]").hash(6).pre(5, 6);
+  b.at(2).diverged(2, 0.5);  // layer 1 ran on layer 0's weights
   return b;
 }
 
