@@ -127,7 +127,9 @@ std::vector<StaleStatic> stale_statics(const Trace& t) {
     x.resident =
         resident[static_cast<size_t>(x.call->number - 1)][static_cast<size_t>(x.slot->slot)];
     const TraceCall* by = t.call(x.resident.call);
-    bool other_layer = by && by->layer >= 0 && x.call->layer >= 0 && by->layer != x.call->layer;
+    // Only for the key's own BO: a pooled BO is written by other keys' calls by design.
+    bool other_layer = x.slot->place.pool == BoPool::key && by && by->layer >= 0 &&
+                       x.call->layer >= 0 && by->layer != x.call->layer;
     x.collision = seqs[{x.call->ns, x.call->bo_key, x.slot->slot}].alternates || other_layer;
   }
   return r;

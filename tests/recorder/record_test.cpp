@@ -466,6 +466,16 @@ TEST_F(Record, WeightsUpdatedInPlaceAreStaleStatic) {
   }
 }
 
+// A host KV cache updated in place and passed in a static slot: its new rows never reach the
+// BO. stale-static at the second request's first call, from the bytes, in both modes.
+TEST_F(Record, HostKvCacheInAStaticSlotIsStaleStatic) {
+  for (bool shadow : {false, true}) {
+    json r = recorded_captures("kv-in-static", shadow, 9);
+    EXPECT_TRUE(has(r, "stale-static", 6, 2)) << describe(r);
+    EXPECT_FALSE(has(r, "key-collision", 6, 2)) << describe(r);
+  }
+}
+
 // A per-call input (the residual) in intermediate_indices: a warning without --shadow (the
 // caller passed new data the BO does not hold), the cause at error severity with it, named as
 // the first error before output-divergence's symptom.

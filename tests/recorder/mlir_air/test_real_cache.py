@@ -102,8 +102,9 @@ VARIANTS = {
     "second-request": [],
     "lora-in-place": [("stale-static", 7, 1)],
     "input-in-intermediate": [("intermediate-read", 6, 2)],  # a warning without --shadow
+    "kv-in-static": [("stale-static", 6, 2), ("stale-static", 7, 2), ("stale-static", 8, 2)],
 }
-TWO_REQUESTS = ("second-request", "lora-in-place", "input-in-intermediate")
+TWO_REQUESTS = ("second-request", "lora-in-place", "input-in-intermediate", "kv-in-static")
 
 
 class RealCacheVariants(unittest.TestCase):
@@ -143,7 +144,8 @@ class RealCacheVariants(unittest.TestCase):
         """With shadow runs: the second request stays clean, and the two bugs are errors whose
         cause is named at their call and slot."""
         want = {"second-request": [], "lora-in-place": [("stale-static", 7, 1)],
-                "input-in-intermediate": [("intermediate-read", 6, 2)]}
+                "input-in-intermediate": [("intermediate-read", 6, 2)],
+                "kv-in-static": [("stale-static", 6, 2)]}
         for variant, causes in want.items():
             with self.subTest(variant=variant):
                 report, _ = self.record(variant, shadow=True)

@@ -34,6 +34,9 @@ Two requests through the same caches (calls 6-9 repeat 2-5 on another input):
                                                        never written: intermediate-read call 6
                                                        slot 2 (a warning without --shadow, an
                                                        error with it)
+  kv-in-static       yes  a host KV cache (updated in  the cache's new rows never reach the BO:
+                          place every call) passed as  stale-static at call 6 slot 2
+                          res, in static_input_indices
 
 Prints "variant=NAME", then "reference: match|MISMATCH" (the outputs and captures against a
 plain numpy forward pass), then "logits: ...". --engine mlir-air runs on mlir-air's cache.py
@@ -51,8 +54,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 N_LAYERS, ROWS, E, V = 3, 4, 16, 8
 VARIANTS = ("pass-on", "after-loop", "capture-views", "capture-slices", "skip-view",
-            "key-without-layer", "second-request", "lora-in-place", "input-in-intermediate")
-TWO_REQUESTS = ("second-request", "lora-in-place", "input-in-intermediate")
+            "key-without-layer", "second-request", "lora-in-place", "input-in-intermediate",
+            "kv-in-static")
+TWO_REQUESTS = ("second-request", "lora-in-place", "input-in-intermediate", "kv-in-static")
 F32 = np.float32
 
 
@@ -96,11 +100,11 @@ def mlir_air_cache():
     return cache
 
 
-def block(cache, x, w, key, res=None, inter=()):
+def block(cache, x, w, key, res=None, inter=(), static=(1,)):
     """One layer; returns the output as the engine hands it back (a view of the pooled BO)."""
     res = x if res is None else res
     return cache.load_and_run("block", {}, x, w, res, np.zeros((ROWS, E), F32),
-                              output_indices=[3], static_input_indices=[1],
+                              output_indices=[3], static_input_indices=list(static),
                               intermediate_indices=list(inter),
                               bo_key=key, shared_nonstatic=True)[3].reshape(ROWS, E)
 
@@ -173,8 +177,13 @@ def main(argv=None):
         ref_outs, ref_logits = reference(x1, W, np.asarray(w_full), None)
         x, outs = x1, []
         inter = (2,) if variant == "input-in-intermediate" else ()
+        kv = np.zeros((ROWS, E), F32) if variant == "kv-in-static" else None
         for i in range(N_LAYERS):
-            x = block(cache, x, W[i], f"block_L{i}", inter=inter)
+            if kv is not None:  # the host KV cache, appended in place: the same array each call
+                kv[...] = x
+                x = block(cache, x, W[i], f"block_L{i}", res=kv, static=(1, 2))
+            else:
+                x = block(cache, x, W[i], f"block_L{i}", inter=inter)
             outs.append(np.array(x))
         logits = head(cache, x, w_head)             # call 9
     ok = all(np.allclose(o, r, atol=1e-5) for o, r in zip(outs, ref_outs)) and \
