@@ -222,6 +222,21 @@ class Shadow(support.RecorderTest):
         self.assertEqual(later["writes"], [3, 4])
         self.assertNotIn("__bo_doctor_shadow__", c._cached_bos)  # the real cache untouched
 
+    def test_a_placeholder_in_a_non_static_slot_never_reaches_the_shadow(self):
+        c = self.cache()
+        w = support.f32(2, 2)
+        args = dict(bo_key="k")  # nothing static: the weights are written every call
+        c.load_and_run("axpy", {}, support.f32(1, 1), w, support.f32(0, 1),
+                       np.zeros(2, np.float32), **args)
+        # A 0-element placeholder: the real BO keeps call 1's weights (0 bytes written); the
+        # shadow is fed call 1's array, not the placeholder, and the line says so.
+        c.load_and_run("axpy", {}, support.f32(3, 3), np.empty(0, np.float32),
+                       support.f32(0, 1), np.zeros(2, np.float32), **args)
+        later = self.calls()[1]
+        self.assertTrue(later["outputs"][0]["bit_exact"], later["outputs"])
+        self.assertEqual(later["slots"][1]["no_reuse"][0], array_hash(w))
+        self.assertEqual(later["x"]["shadow_fed"], [[1, 1]])
+
     def test_a_diverging_shadow_run(self):
         c = self.cache()
         args = dict(static_input_indices=[1], bo_key="k")

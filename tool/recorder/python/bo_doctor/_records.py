@@ -105,6 +105,7 @@ class CallX:
     """The call line's `x` extension."""
     new_key: bool
     cache_id: str
+    shadow_fed: object = OMIT  # [[slot, call]]: a placeholder's shadow got that call's array
 
 
 @dataclass

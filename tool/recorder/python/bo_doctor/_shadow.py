@@ -2,8 +2,10 @@
 private copy of the cache with fresh BOs and every slot written from the current host arrays,
 then its outputs compared with the real call's. This is the trace's `no_reuse` capability.
 
-A static slot handed a placeholder gets the array its key's first call passed (kept for that),
-and an argument that is a view of an earlier call's BO is copied before the real call, so the
+A slot handed a placeholder (0 elements or zero strides) never feeds it to a fresh BO: it gets
+the array last really written into that slot of the key (a reference kept for that; for a
+static slot, the one its key's first call passed), and the call line says so in its `x`
+(`shadow_fed`: [slot, the call whose array it got]). An argument that is a view of an earlier call's BO is copied before the real call, so the
 shadow sees the bytes the engine was given. The copy shares the cache's loaded kernels and
 device but none of its BOs (`_cached_bos`, `_shared_bos`) and none of its profiler: the real
 cache's BOs, the program's arrays and its profile are never touched. Its BOs are dropped after
@@ -31,6 +33,7 @@ class _NullProfiler:
 class Shadow:
     def __init__(self):
         self.first_arrays = {}  # (ns, key, slot) -> the static array the key's first call passed
+        self.last_real = {}     # (ns, key, slot) -> (array last really written there, its call)
         self.caches = {}        # id(cache) -> its private copy
 
     def before(self, c):
@@ -69,15 +72,27 @@ class Shadow:
             s.no_reuse = [s.host.hash, s.host.hash]
         if error or results is None:
             return
-        fresh, replaced = [], set()  # replaced: slots given the key's first-call array
+        fresh, replaced = [], set()  # replaced: slots given another call's array
+        fed = []
         for i, x in enumerate(a.inputs):
             arr = np.asarray(c.snapshots.get(i, x))
-            first = self.first_arrays.get((c.ns, a.key, i))
-            if i in a.static and first is not None and \
+            key = (c.ns, a.key, i)
+            first = self.first_arrays.get(key)
+            last = self.last_real.get(key)
+            if is_placeholder(arr) and last is not None:
+                arr = np.asarray(last[0])
+                replaced.add(i)
+                fed.append([i, last[1]])
+            elif i in a.static and first is not None and \
                     (is_placeholder(arr) or arr.size != np.asarray(first).size):
                 arr = np.asarray(first)
                 replaced.add(i)
+                fed.append([i, call.key_first_call])
+            elif c.written[i] and not is_placeholder(arr) and c.hosts[i].source != "view":
+                self.last_real[key] = (x, c.n)  # what the real BO got here
             fresh.append(arr)
+        if fed and call.x is not None and hasattr(call.x, "shadow_fed"):
+            call.x.shadow_fed = fed
         sh = self.copy_of(c.cache)
         try:
             shadow_results = self.call(c, sh, fresh)
