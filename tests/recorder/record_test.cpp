@@ -476,6 +476,30 @@ TEST_F(Record, HostKvCacheInAStaticSlotIsStaleStatic) {
   }
 }
 
+// A 0-element placeholder in a slot that is not static, into a BO only its own key uses: the
+// 0-byte write keeps the weights. At most a note, in both modes.
+TEST_F(Record, HarmlessPlaceholderInANonStaticSlotIsANote) {
+  for (bool shadow : {false, true}) {
+    json r = recorded_captures("head-placeholder", shadow, 9);
+    EXPECT_EQ(errors_and_warnings(r), 0) << describe(r);
+    EXPECT_TRUE(has(r, "placeholder-upload", 5, 1, "note")) << describe(r);
+  }
+}
+
+// An output the kernel accumulates into, in intermediate_indices with zeros passed each call:
+// the B2 pattern to a plain recording (no finding), the cause with --shadow: intermediate-read
+// at the key's second call, named as the first error before output-divergence.
+TEST_F(Record, AccumulatingIntermediateOutputIsNamedWithShadow) {
+  json plain = recorded_captures("accumulate", false, 9);
+  EXPECT_EQ(errors_and_warnings(plain), 0) << describe(plain);
+  json shadow = recorded_captures("accumulate", true, 9);
+  EXPECT_TRUE(has(shadow, "intermediate-read", 9, 2)) << describe(shadow);
+  Proc text = run(std::string(BOD_BINARY) + " analyze " + trace_.string());
+  EXPECT_NE(text.out.find("first error: call 9, head_acc slot 2 (arg2) -- intermediate-read"),
+            std::string::npos)
+      << text.out;
+}
+
 // A per-call input (the residual) in intermediate_indices: a warning without --shadow (the
 // caller passed new data the BO does not hold), the cause at error severity with it, named as
 // the first error before output-divergence's symptom.

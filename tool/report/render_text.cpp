@@ -61,11 +61,11 @@ void group(std::ostringstream& o, const Report& r, const FindingGroup& g) {
 void first_bad(std::ostringstream& o, const Report& r) {
   const Finding* first = r.first_error();
   const CallRef& d = r.first_divergence;
+  auto at = [](const std::string& where) { return where.empty() ? "" : where + ", "; };
   if (d.number)
-    o << "first divergence: call " << d.number << ", " << d.where << ", " << d.kernel << "\n";
+    o << "first divergence: call " << d.number << ", " << at(d.where) << d.kernel << "\n";
   if (first) {
-    o << "first error: call " << first->call << ", " << r.first_error_where << ", "
-      << first->kernel;
+    o << "first error: call " << first->call << ", " << at(r.first_error_where) << first->kernel;
     if (first->slot >= 0) o << " slot " << first->slot << " (" << first->slot_name << ")";
     o << " -- " << first->check << "\n";
   }

@@ -103,8 +103,11 @@ VARIANTS = {
     "lora-in-place": [("stale-static", 7, 1)],
     "input-in-intermediate": [("intermediate-read", 6, 2)],  # a warning without --shadow
     "kv-in-static": [("stale-static", 6, 2), ("stale-static", 7, 2), ("stale-static", 8, 2)],
+    "head-placeholder": [],  # a note only
+    "accumulate": [],        # the B2 pattern without --shadow
 }
-TWO_REQUESTS = ("second-request", "lora-in-place", "input-in-intermediate", "kv-in-static")
+TWO_REQUESTS = ("second-request", "lora-in-place", "input-in-intermediate", "kv-in-static",
+                "head-placeholder", "accumulate")
 
 
 class RealCacheVariants(unittest.TestCase):
@@ -145,7 +148,8 @@ class RealCacheVariants(unittest.TestCase):
         cause is named at their call and slot."""
         want = {"second-request": [], "lora-in-place": [("stale-static", 7, 1)],
                 "input-in-intermediate": [("intermediate-read", 6, 2)],
-                "kv-in-static": [("stale-static", 6, 2)]}
+                "kv-in-static": [("stale-static", 6, 2)], "head-placeholder": [],
+                "accumulate": [("intermediate-read", 9, 2)]}
         for variant, causes in want.items():
             with self.subTest(variant=variant):
                 report, _ = self.record(variant, shadow=True)

@@ -37,6 +37,12 @@ Two requests through the same caches (calls 6-9 repeat 2-5 on another input):
   kv-in-static       yes  a host KV cache (updated in  the cache's new rows never reach the BO:
                           place every call) passed as  stale-static at call 6 slot 2
                           res, in static_input_indices
+  head-placeholder    -   w_head not static, an        the 0-byte write keeps the head's own BO:
+                          np.empty(0) at calls 5, 9    a note, no error or warning
+  accumulate         yes  the head accumulates into    logits in intermediate_indices, zeros
+                          its logits (+=)              passed each call: nothing without
+                                                       --shadow; with it intermediate-read at
+                                                       call 5 slot 2 (the cause)
 
 Prints "variant=NAME", then "reference: match|MISMATCH" (the outputs and captures against a
 plain numpy forward pass), then "logits: ...". --engine mlir-air runs on mlir-air's cache.py
@@ -55,8 +61,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 N_LAYERS, ROWS, E, V = 3, 4, 16, 8
 VARIANTS = ("pass-on", "after-loop", "capture-views", "capture-slices", "skip-view",
             "key-without-layer", "second-request", "lora-in-place", "input-in-intermediate",
-            "kv-in-static")
-TWO_REQUESTS = ("second-request", "lora-in-place", "input-in-intermediate", "kv-in-static")
+            "kv-in-static", "head-placeholder", "accumulate")
+TWO_REQUESTS = ("second-request", "lora-in-place", "input-in-intermediate", "kv-in-static",
+                "head-placeholder", "accumulate")
 F32 = np.float32
 
 
@@ -69,6 +76,10 @@ def k_head(a):  # x, w_head, logits
     a.get(2, (V,))[...] = a.get(0, (ROWS, E))[-1] @ a.get(1, (E, V))
 
 
+def k_head_acc(a):  # x, w_head, logits: accumulates into logits (a GEMM with beta = 1)
+    a.get(2, (V,))[...] += a.get(0, (ROWS, E))[-1] @ a.get(1, (E, V))
+
+
 def standin_cache():
     if HERE not in sys.path:
         sys.path.insert(0, HERE)
@@ -76,6 +87,7 @@ def standin_cache():
     cache = KernelCache(cache_dir=tempfile.mkdtemp(prefix="bod_captures_"))
     cache.register("block", k_block, 4)
     cache.register("head", k_head, 3)
+    cache.register("head_acc", k_head_acc, 3)
     return cache
 
 
@@ -91,7 +103,7 @@ def mlir_air_cache():
     from air.backend.xrt import XRTCompileArtifact
     tmp = tempfile.mkdtemp(prefix="bod_captures_air_")
     cache = KernelCache(cache_dir=tmp)
-    for name, fn, n in (("block", k_block, 4), ("head", k_head, 3)):
+    for name, fn, n in (("block", k_block, 4), ("head", k_head, 3), ("head_acc", k_head_acc, 3)):
         pyxrt.register_kernel(name, fn, n)
         binary = os.path.join(tmp, name + ".elf")
         with open(binary, "w") as f:
@@ -109,9 +121,17 @@ def block(cache, x, w, key, res=None, inter=(), static=(1,)):
                               bo_key=key, shared_nonstatic=True)[3].reshape(ROWS, E)
 
 
+VARIANT = None  # set by main: how the head is called
+
+
 def head(cache, x, w_head):
+    if VARIANT == "accumulate":  # logits in intermediate_indices, zeros passed every call
+        return cache.load_and_run("head_acc", {}, x, w_head, np.zeros(V, F32),
+                                  output_indices=[2], static_input_indices=[1],
+                                  intermediate_indices=[2], bo_key="head")[2]
+    static = [] if VARIANT == "head-placeholder" else [1]
     return cache.load_and_run("head", {}, x, w_head, np.zeros(V, F32), output_indices=[2],
-                              static_input_indices=[1], bo_key="head")[2]
+                              static_input_indices=static, bo_key="head")[2]
 
 
 def reference(x, W, w_head, skip_from=None):
@@ -134,6 +154,8 @@ def main(argv=None):
         print("\n".join(VARIANTS))
         return 0
     variant = args.variant
+    global VARIANT
+    VARIANT = variant
     print("variant=%s" % variant, flush=True)
     rng = np.random.default_rng(11)
     W = [(rng.standard_normal((E, E)) * 0.3).astype(F32) for _ in range(N_LAYERS)]

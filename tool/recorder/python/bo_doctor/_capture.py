@@ -119,8 +119,12 @@ class CallCapture:
         if not self.new:
             bos = cache._cached_bos[a.key]
             for i in range(n_args):
-                if not self.written[i] and i < len(bos):
-                    self.pre[i] = rec.bos.hash(bos[i], self.hosts[i].bytes, sync=True)
+                # A placeholder's BO is hashed whole: what it holds is what the kernel reads,
+                # whether the slot is skipped or written with 0 bytes.
+                ph = self.hosts[i].source == "placeholder"
+                if (not self.written[i] or ph) and i < len(bos):
+                    extent = int(bos[i].size()) if ph else self.hosts[i].bytes
+                    self.pre[i] = rec.bos.hash(bos[i], extent, sync=True)
 
     def binding_name(self, i):
         """What the slot is bound to, as far as the recorder can name it: the argument and the
@@ -183,13 +187,17 @@ class CallCapture:
                 writes += 1
             else:
                 nb, wh = 0, NO_HASH
-            if wrote and nb == h.bytes:
+            ph = h.source == "placeholder"
+            extent = size if ph else h.bytes
+            if ph and i in self.pre:  # the BO as it was: a placeholder writes at most 0 bytes
+                before = self.pre[i]
+            elif wrote and nb == h.bytes:
                 before = wh
             elif wrote:  # larger than its BO: the write raised, the BO holds what it held
                 before = rec.bos.hash(bo, h.bytes, sync=False)
             else:
                 before = self.pre.get(i, h.hash)
-            after = before if error else rec.bos.hash(bo, h.bytes, sync=i not in out_set)
+            after = before if error else rec.bos.hash(bo, extent, sync=i not in out_set)
             if wrote or after != before:
                 rec.bos.changed[id(bo)] = n
             w, k = changes.get(id(bo), (False, False))
