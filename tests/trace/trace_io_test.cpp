@@ -27,10 +27,9 @@ namespace {
 namespace fs = std::filesystem;
 using ojson = nlohmann::ordered_json;
 
-// The repository root, from this file's path, so the test finds its data in any build tree.
-fs::path source_root() {
-  return fs::path(__FILE__).parent_path().parent_path().parent_path();
-}
+// The repository root as CMake configured it (not __FILE__, which a compiler cache may make
+// relative to its base directory).
+fs::path source_root() { return fs::path(BOD_SOURCE_DIR); }
 
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 const double kInf = std::numeric_limits<double>::infinity();
