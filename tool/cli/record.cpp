@@ -40,7 +40,21 @@ std::string recorder_dir() {
   return BOD_RECORDER_DIR;
 }
 
-// The child's environment: ours plus the recorder's variables.
+// libbod_hash.so, the recorder's hashing (bo-doctor's own XXH3, tool/recorder/native): the one
+// BOD_RECORD_HASHLIB names, else the one next to this executable, else the build's.
+std::string hash_library() {
+  if (const char* d = std::getenv("BOD_RECORD_HASHLIB"); d && *d) return d;
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    fs::path next = self.parent_path() / "libbod_hash.so";
+    if (fs::exists(next, ec)) return next.string();
+  }
+  return BOD_HASHLIB_PATH;
+}
+
+// The child's environment: ours plus the recorder's variables (BOD_RECORD_EXACT passes through:
+// docs/recording.md).
 std::vector<std::string> child_env(const RecordOptions& o, const std::string& spool) {
   std::vector<std::string> env;
   std::string pythonpath = recorder_dir();
@@ -50,11 +64,12 @@ std::vector<std::string> child_env(const RecordOptions& o, const std::string& sp
       if (kv.size() > 11) pythonpath += ":" + kv.substr(11);
       continue;
     }
-    if (kv.rfind("BOD_RECORD_", 0) == 0) continue;
+    if (kv.rfind("BOD_RECORD_", 0) == 0 && kv.rfind("BOD_RECORD_EXACT=", 0) != 0) continue;
     env.push_back(kv);
   }
   env.push_back("PYTHONPATH=" + pythonpath);
   env.push_back("BOD_RECORD_SPOOL=" + spool);
+  env.push_back("BOD_RECORD_HASHLIB=" + hash_library());
   if (o.shadow) env.push_back("BOD_RECORD_SHADOW=1");
   if (!o.target.empty()) env.push_back("BOD_RECORD_TARGET=" + o.target);
   if (o.labels == "explicit") env.push_back("BOD_RECORD_LABELS=explicit");
@@ -160,6 +175,19 @@ CommandResult cmd_record(const RecordOptions& o) {
   if (!rc) {
     fs::remove(spool);
     return fail(rc.error());
+  }
+  {
+    // The recorder never started (its preflight stopped the program, having said why, and
+    // removed the spool, or the program ran no Python): nothing to keep.
+    std::error_code ec;
+    if (!fs::exists(spool, ec) || fs::file_size(spool, ec) == 0) {
+      fs::remove(spool, ec);
+      CommandResult r;
+      r.code = rc.value() != 0 ? static_cast<Exit>(rc.value()) : Exit::bad_input;
+      r.log = "record: nothing recorded: the recorder never started in " + o.command[0] +
+              " (it exited " + std::to_string(rc.value()) + "); no trace written\n";
+      return r;
+    }
   }
   std::ifstream in(spool);
   SpoolSummary sum;

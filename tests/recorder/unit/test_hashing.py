@@ -1,10 +1,20 @@
-"""The hash rule (docs/trace-format.md §8) against the reference values the format states."""
+"""The hash rule (docs/trace-format.md §8) against the reference values the format states,
+through libbod_hash.so (BOD_RECORD_HASHLIB, as ctest sets it) and through the optional xxhash
+module: both give the same values."""
+import os
 import unittest
 
 import support  # noqa: F401
 import numpy as np
 
-from bo_doctor._hashing import CHUNK, NO_HASH, array_hash, bytes_of, hex_digest
+from bo_doctor import _hashing
+from bo_doctor._hashing import (CHUNK, NO_HASH, HashLibError, array_hash, block_hashes, bytes_of,
+                                combine, hex_digest, load_library)
+
+try:
+    import xxhash
+except ImportError:
+    xxhash = None
 
 
 class HashRule(unittest.TestCase):
@@ -24,11 +34,11 @@ class HashRule(unittest.TestCase):
     def test_chunk_boundary_is_64_KiB(self):
         self.assertEqual(CHUNK, 65536)
         data = bytes(range(256)) * 600  # 153,600 bytes: three chunks, the last one short
-        import xxhash
-        parts = b"".join(xxhash.xxh3_64_intdigest(data[i:i + CHUNK]).to_bytes(8, "little")
-                         for i in range(0, len(data), CHUNK))
-        self.assertEqual(hex_digest(data), "%016x" % xxhash.xxh3_64_intdigest(parts))
-        self.assertNotEqual(hex_digest(data), "%016x" % xxhash.xxh3_64_intdigest(data))
+        chunks = block_hashes(data, CHUNK)
+        self.assertEqual(len(chunks), 3)
+        self.assertEqual(hex_digest(data), "%016x" % combine(chunks))
+        self.assertEqual(chunks[2], int(hex_digest(data[2 * CHUNK:]), 16))
+        self.assertNotEqual(hex_digest(data), "%016x" % combine(block_hashes(data, 1 << 20)))
 
     def test_format_is_16_lower_case_hex_digits(self):
         for n in (0, 1, 7, CHUNK + 3):
@@ -47,6 +57,29 @@ class HashRule(unittest.TestCase):
     def test_contiguous_arrays_are_not_copied(self):
         a = np.arange(5, dtype=np.int32)
         self.assertTrue(np.shares_memory(bytes_of(a), a))
+
+
+@unittest.skipUnless(os.environ.get("BOD_RECORD_HASHLIB"), "BOD_RECORD_HASHLIB not set")
+class HashLibrary(unittest.TestCase):
+    def test_library_is_the_backend(self):
+        self.assertIsNotNone(_hashing._backend())
+
+    @unittest.skipIf(xxhash is None, "no xxhash module to compare with")
+    def test_library_and_xxhash_module_agree(self):
+        rng = np.random.default_rng(3)
+        for n in (0, 1, 100, CHUNK - 1, CHUNK, CHUNK + 1, 5 * CHUNK + 17):
+            data = rng.integers(0, 256, n, dtype=np.uint8).tobytes()
+            self.assertEqual(_hashing.digest(data), xxhash.xxh3_64_intdigest(data)
+                             if n <= CHUNK else xxhash.xxh3_64_intdigest(
+                                 b"".join(xxhash.xxh3_64_intdigest(data[i:i + CHUNK])
+                                          .to_bytes(8, "little")
+                                          for i in range(0, n, CHUNK))))
+
+    def test_not_a_library(self):
+        with self.assertRaisesRegex(HashLibError, "cannot load"):
+            load_library("/nonexistent/libbod_hash.so")
+        with self.assertRaisesRegex(HashLibError, "not bo-doctor's hash library"):
+            load_library("libc.so.6")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,14 @@
 """bo-doctor's recorder entry point: `bo-doctor record` puts this folder first on PYTHONPATH,
-so Python runs this file at start-up (site.py imports `sitecustomize`). It installs the
-recorder when BOD_RECORD_SPOOL is set, then runs the sitecustomize this one shadows (Debian
-ships one), so the user's environment behaves as without bo-doctor.
+so Python runs this file at start-up (site.py imports `sitecustomize`). When BOD_RECORD_SPOOL
+is set it first checks that the recorder can run in this interpreter (the preflight), then
+installs the recorder, then runs the sitecustomize this one shadows (Debian ships one), so the
+user's environment behaves as without bo-doctor.
+
+The preflight runs before the program does any work: Python 3.10 or newer, numpy importable,
+bo-doctor's hash library (BOD_RECORD_HASHLIB) loadable. If one fails it prints one message
+naming this interpreter and the fix, removes the spool (nothing was recorded) and exits with
+status 2 at once. This file uses no syntax newer than Python 3.0, so an old interpreter still
+reaches the message.
 """
 import os
 import sys
@@ -20,7 +27,46 @@ def _chain_shadowed_sitecustomize():
             return
 
 
+def _preflight():
+    """None when the recorder can run here, else (what is wrong, the fix)."""
+    exe = sys.executable or "this python"
+    if sys.version_info < (3, 10):
+        return ("Python %d.%d is not supported (the recorder needs 3.10 or newer)" %
+                sys.version_info[:2],
+                "run the program with a Python 3.10-3.13 interpreter that has numpy")
+    try:
+        import numpy  # noqa: F401
+    except Exception as e:
+        return ("numpy is not importable (%s: %s)" % (type(e).__name__, e),
+                "in a venv: %s -m pip install numpy; for Debian's python3: "
+                "apt-get install python3-numpy" % exe)
+    try:
+        from bo_doctor import _hashing
+        _hashing._backend()
+    except Exception as e:
+        return ("bo-doctor's hash library cannot be used (%s)" % e,
+                "rebuild bo-doctor (cmake --build build) so that libbod_hash.so lies next to "
+                "the bo-doctor executable, or set BOD_RECORD_HASHLIB to its path")
+    return None
+
+
+def _stop(problem, fix):
+    sys.stderr.write("bo-doctor record: cannot record with %s (Python %d.%d): %s. Fix: %s. The "
+                     "program was not run.\n" % (sys.executable or "this python",
+                                                 sys.version_info[0], sys.version_info[1],
+                                                 problem, fix))
+    sys.stderr.flush()
+    try:
+        os.unlink(os.environ["BOD_RECORD_SPOOL"])
+    except OSError:
+        pass
+    os._exit(2)
+
+
 if os.environ.get("BOD_RECORD_SPOOL"):
+    _bad = _preflight()
+    if _bad:
+        _stop(*_bad)
     try:
         from bo_doctor import _record
         _record.install_from_environment()

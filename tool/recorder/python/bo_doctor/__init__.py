@@ -14,4 +14,12 @@ Programs that cannot import bo_doctor outside a recording can guard the import:
 """
 from ._labels import current_labels, label
 
-__all__ = ["label", "current_labels"]
+
+def recorder_stats():
+    """What the recorder has done so far in this process (all zero outside a recording):
+    bytes_hashed, syncs (BO syncs from the device the recorder made) and sync_bytes. A copy."""
+    from ._hashing import STATS
+    return dict(STATS)
+
+
+__all__ = ["label", "current_labels", "recorder_stats"]

@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 
-from ._hashing import NO_HASH, hex_digest
+from ._hashing import NO_HASH, STATS, hex_digest
 
 _from_device = None
 
@@ -33,6 +33,8 @@ def mapped_hash(bo, nbytes, sync):
     try:
         if sync:
             bo.sync(from_device())
+            STATS["syncs"] += 1
+            STATS["sync_bytes"] += int(bo.size())
         m = np.frombuffer(bo.map(), dtype=np.uint8)
         return hex_digest(m[:min(nbytes, m.size)])
     except Exception:

@@ -25,9 +25,9 @@ Callers hold the recorder's lock.
 import weakref
 
 import numpy as np
-import xxhash
 
-from ._hashing import bytes_of
+from ._hashing import block_hashes as _blocks
+from ._hashing import bytes_of, digest
 from ._holders import name_of, only_argument_lists
 from ._records import ViewRead, ViewReadRecord
 
@@ -43,11 +43,8 @@ def block_hashes(arr):
     """XXH3-64 of each BLOCK bytes of a C-contiguous array's memory (of all its bytes as one
     block when it is not C-contiguous)."""
     if not arr.flags.c_contiguous:
-        return np.array([xxhash.xxh3_64_intdigest(bytes_of(arr))], np.uint64)
-    mv = memoryview(arr.reshape(-1).view(np.uint8))
-    n = max(1, -(-len(mv) // BLOCK))
-    return np.fromiter((xxhash.xxh3_64_intdigest(mv[b * BLOCK:(b + 1) * BLOCK])
-                        for b in range(n)), np.uint64, n)
+        return np.array([digest(bytes_of(arr))], np.uint64)
+    return _blocks(arr.reshape(-1).view(np.uint8), BLOCK)
 
 
 def byte_span(arr):
