@@ -29,6 +29,7 @@ const std::map<std::string, std::set<std::string>> kAllowed = {
     {"analysis", {"core", "trace", "checks"}},
     {"report", {"core", "trace", "checks", "analysis"}},
     {"skeleton", {"core", "trace"}},
+    {"recorder", {"core"}},
     {"cli",
      {"core", "kernels", "model", "plan", "runtime", "engine", "trace", "runner", "checks",
       "analysis", "report", "skeleton"}},
