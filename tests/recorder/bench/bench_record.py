@@ -1,0 +1,109 @@
+#!/usr/bin/python3
+"""What `bo-doctor record` adds to a decode at Llama-3.2-1B size (docs/benchmarks.md).
+
+    /usr/bin/python3 tests/recorder/bench/bench_record.py BO_DOCTOR [--size 1b|small]
+        [--tokens N] [--runs R] [--modes alone,record,shadow] [--extra ARGS]
+
+Runs tests/recorder/bench/decode_1b.py R times in each mode, interleaved (alone, record,
+record --shadow, alone, ...), and prints side by side, per mode: host ms per decode token
+(the tokens after the first two; min / median / max over the runs of each run's mean), the
+recorder's added ms per token (median against the program alone), MiB hashed and BO syncs per
+token (bo_doctor.recorder_stats(), same tokens), peak RSS and RSS after decode (and their ratio
+to the program alone). Exits 1 when a run fails. `--size small --tokens 4 --runs 1` is the
+smoke run of the test suite (ctest -R recorder_bench_small).
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PY = "/usr/bin/python3"
+
+
+def run(mode, bod, o, tmp, i):
+    report = os.path.join(tmp, "%s-%d.json" % (mode, i))
+    prog = [PY, os.path.join(HERE, "decode_1b.py"), "--size", o.size, "--tokens",
+            str(o.tokens), "--report", report]
+    if mode == "alone":
+        cmd = prog
+    else:
+        cmd = [bod, "record", "--force", "-o", os.path.join(tmp, "t.jsonl")] + \
+            (["--shadow"] if mode == "shadow" else []) + o.extra.split() + ["--"] + prog
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0 or not os.path.exists(report):
+        sys.stderr.write("bench_record: %s run %d failed (exit %d):\n%s\n" %
+                         (mode, i, p.returncode, p.stderr[-3000:]))
+        return None
+    with open(report) as f:
+        r = json.load(f)
+    os.unlink(report)
+    steady = r["tokens"][2:] or r["tokens"]
+    before = r["tokens"][1]["stats"] if len(r["tokens"]) > 2 else {}
+    after = steady[-1]["stats"]
+    n = len(steady)
+
+    def per_token(k):
+        return (after.get(k, 0) - before.get(k, 0)) / n
+
+    return {"ms": statistics.mean(t["ms"] for t in steady),
+            "first_ms": r["tokens"][0]["ms"],
+            "mib": per_token("bytes_hashed") / (1 << 20), "syncs": per_token("syncs"),
+            "shadowed": per_token("shadowed"), "calls": per_token("calls"),
+            "peak": r["peak_rss_kib"] / 1024, "after": r["rss_after_kib"] / 1024,
+            "cache": r["cache"]}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("bo_doctor")
+    ap.add_argument("--size", default="1b")
+    ap.add_argument("--tokens", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--modes", default="alone,record,shadow")
+    ap.add_argument("--extra", default="", help="more options for bo-doctor record")
+    o = ap.parse_args()
+    modes = o.modes.split(",")
+    res = {m: [] for m in modes}
+    with tempfile.TemporaryDirectory(prefix="bod_bench_record_") as tmp:
+        for i in range(o.runs):
+            for m in modes:
+                r = run(m, o.bo_doctor, o, tmp, i)
+                if r is None:
+                    return 1
+                res[m].append(r)
+    cache = res[modes[0]][0]["cache"]
+    print("decode at %s size, %s KernelCache, %d tokens (%d measured), %d interleaved run(s) "
+          "per mode" % (o.size, cache, o.tokens, max(1, o.tokens - 2), o.runs))
+    print("%-8s %28s %12s %11s %10s %14s %15s %15s" % (
+        "mode", "ms/token min/median/max", "added ms", "first ms", "MiB hashed", "syncs/token",
+        "peak RSS MiB", "RSS after MiB"))
+    base = statistics.median(r["ms"] for r in res["alone"]) if "alone" in res else None
+    base_peak = statistics.median(r["peak"] for r in res["alone"]) if "alone" in res else None
+    base_after = statistics.median(r["after"] for r in res["alone"]) if "alone" in res else None
+    for m in modes:
+        ms = sorted(r["ms"] for r in res[m])
+        med = statistics.median(ms)
+        peak = statistics.median(r["peak"] for r in res[m])
+        after = statistics.median(r["after"] for r in res[m])
+        added = "%.1f" % (med - base) if base is not None and m != "alone" else "-"
+        ratio = (lambda v, b: " (%.2fx)" % (v / b) if b and m != "alone" else "")
+        print("%-8s %28s %12s %11.1f %10.1f %14.1f %15s %15s" % (
+            m, "%.1f / %.1f / %.1f" % (ms[0], med, ms[-1]), added,
+            statistics.median(r["first_ms"] for r in res[m]),
+            statistics.median(r["mib"] for r in res[m]),
+            statistics.median(r["syncs"] for r in res[m]),
+            "%.0f%s" % (peak, ratio(peak, base_peak)),
+            "%.0f%s" % (after, ratio(after, base_after))))
+        if m == "shadow" and any(r["calls"] for r in res[m]):
+            print("         shadow runs per token: %.1f of %.1f calls" % (
+                statistics.median(r["shadowed"] for r in res[m]),
+                statistics.median(r["calls"] for r in res[m])))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
