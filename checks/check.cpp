@@ -27,6 +27,7 @@ Finding make_finding(const CheckInfo& info, const TraceCall& c, int slot, int ke
   f.layer = c.layer;
   f.kernel = c.kernel;
   f.bo_key = c.bo_key;
+  f.ns = c.ns;
   f.slot = slot;
   if (slot >= 0 && static_cast<size_t>(slot) < c.slots.size())
     f.slot_name = c.slots[static_cast<size_t>(slot)].name;

@@ -38,6 +38,13 @@ std::string entry_path(const TraceCall& c, const char* list, size_t i) {
   return c.path + "/" + list + "/" + std::to_string(i);
 }
 
+// The JSON pointer of a call's member (model.json calls); a recorded call's "file:line" as it
+// is, so editors and terminals can open it.
+std::string member_path(const TraceCall& c, const char* member) {
+  if (c.path.empty() || c.path[0] != '/') return c.path;
+  return c.path + "/" + member;
+}
+
 void check_list(FindingSink& sink, const TraceCall& c, const std::vector<int>& refs,
                 const char* list) {
   int n = static_cast<int>(c.slots.size());
@@ -76,18 +83,18 @@ void engine_raises(const TraceCall& c, FindingSink& sink) {
   int n = static_cast<int>(c.slots.size());
   for (auto& [slot, pool] : c.alias) {
     if (slot < 0 || slot >= n)
-      emit(sink, c, -1, c.path + "/shared_alias",
+      emit(sink, c, -1, member_path(c, "shared_alias"),
            "shared_alias slot " + std::to_string(slot) + " is out of range; " + c.kernel +
                " has slots 0.." + std::to_string(n - 1) +
                "; the real engine raises ValueError here");
     else if (c.is_static(slot))
-      emit(sink, c, slot, c.path + "/shared_alias",
+      emit(sink, c, slot, member_path(c, "shared_alias"),
            "static slot " + c.slots[static_cast<size_t>(slot)].name + " is aliased to pool '" +
                pool +
                "'; the real engine raises ValueError here (an alias would share one "
                "layer's weights across every bo_key)");
     else if (pool.empty())
-      emit(sink, c, slot, c.path + "/shared_alias",
+      emit(sink, c, slot, member_path(c, "shared_alias"),
            "shared_alias pool name of slot " + std::to_string(slot) +
                " is empty; the real engine raises ValueError here");
   }

@@ -29,6 +29,10 @@ const char* finding_status_name(FindingStatus s) {
   return "?";
 }
 
+std::string key_label(const std::string& ns, const std::string& bo_key) {
+  return ns.empty() ? bo_key : ns + "/" + bo_key;
+}
+
 void FindingSink::add(Finding f) {
   if (f.last_call == 0) f.last_call = f.call;
   bool stated = false;
@@ -38,7 +42,8 @@ void FindingSink::add(Finding f) {
         {"severity", std::string(severity_name(f.severity)) + ": " + f.severity_basis});
   for (size_t i = 0; i < items_.size(); ++i) {
     Finding& g = items_[i];
-    if (g.check != f.check || g.kernel != f.kernel || g.bo_key != f.bo_key || g.slot != f.slot)
+    if (g.check != f.check || g.kernel != f.kernel || g.bo_key != f.bo_key || g.slot != f.slot ||
+        g.ns != f.ns)
       continue;
     // A more severe occurrence supersedes less severe ones, a diverging one latent ones (its
     // call and evidence are what bite); otherwise the earliest occurrence is kept.
@@ -58,6 +63,9 @@ void FindingSink::add(Finding f) {
 
 std::vector<Finding> FindingSink::sorted() const {
   auto v = items_;
+  for (size_t i = 0; i < v.size(); ++i)
+    for (int c : calls_[i])
+      if (c) v[i].calls.push_back(c);
   std::stable_sort(v.begin(), v.end(), [](const Finding& a, const Finding& b) {
     return std::tie(a.call, a.check, a.kernel, a.slot, a.bo_key) <
            std::tie(b.call, b.check, b.kernel, b.slot, b.bo_key);

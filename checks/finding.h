@@ -24,6 +24,7 @@ struct Finding {
   std::string phase;
   long long token = -1, layer = -1;
   std::string kernel, bo_key;
+  std::string ns;  // the bo_key's cache instance (TraceCall::ns; "" when the trace has none)
   int slot = -1;
   std::string slot_name;
   bool first_call_of_key = false;  // true when the key's first call is the faulty one
@@ -35,6 +36,7 @@ struct Finding {
   std::string path;     // JSON pointer of the call step in model.json
   int occurrences = 1;  // distinct calls with the same (check, kernel, bo_key, slot)
   int last_call = 0;
+  std::vector<int> calls;  // every call it was seen on, ascending (set by FindingSink::sorted)
   // The check's reason for its default severity: added to the evidence as the `severity` line
   // when the check gave none (not reported on its own).
   const char* severity_basis = nullptr;
@@ -43,6 +45,10 @@ struct Finding {
   FindingStatus status = FindingStatus::active;
   std::string status_reason;  // suppressed: the suppression's reason and where it is declared
 };
+
+// A bo_key as lists name it: "ns/bo_key" when its cache instance has a name, else "bo_key"
+// (two caches may use one key name).
+std::string key_label(const std::string& ns, const std::string& bo_key);
 
 // Collects findings, merging repeats of one problem (same check, kernel, bo_key, slot) into
 // the first occurrence with a count, so a bug that bites on every token is one finding.

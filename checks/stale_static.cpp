@@ -38,6 +38,25 @@ void run_stale_static(const Trace& t, FindingSink& sink) {
                 std::to_string(r.call) + " but was not rewritten; the kernel read the old data";
     f.evidence = before_evidence(t, s);
     f.evidence.push_back({"data written at call", std::to_string(r.call)});
+    // The fix the evidence supports: labels of one layer on both calls say the data changes per
+    // call; without layer labels, per-layer weights under a key that lacks the layer look the
+    // same in one pass, so both fixes are named, the per-layer key first.
+    const TraceCall* by = t.call(r.call);
+    bool same_layer = by && by->layer >= 0 && by->layer == c.layer;
+    if (!same_layer) {
+      f.fix =
+          "if the slot holds weights that differ per layer, give each layer its own bo_key "
+          "(e.g. bo_key=f\"" +
+          c.kernel +
+          "_L{layer}\"); if its data changes per call, drop the slot from static_input_indices";
+      std::string layers =
+          by && by->layer >= 0 && c.layer >= 0
+              ? "data written at layer " + std::to_string(by->layer) + ", read at layer " +
+                    std::to_string(c.layer)
+              : "no layer labels on these calls (label the layer loop with bo_doctor.label "
+                "to decide)";
+      f.evidence.push_back({"layers", layers});
+    }
     benign_by_outputs(t, c, f);
     sink.add(std::move(f));
   }

@@ -61,6 +61,30 @@ TEST(TraceCheck_OutputDivergence, WarningWhenSmallDifferenceAndNoNewNaN) {
   EXPECT_TRUE(contains(v[0].message, "(cosine 0.995)"));
 }
 
+// A small difference whose generated tokens changed is an error whatever the cosine; calls of
+// later tokens than the one that changed stay warnings (their inputs already differ).
+TEST(TraceCheck_OutputDivergence, ErrorWhenGreedyTokensOrTopKChange) {
+  auto b = two_calls_of_key();
+  b.at(1).token(0);
+  b.at(2).token(1).diverged(2, 0.998);
+  Trace t = b.build();
+  t.tokens_reuse = {{5, {5, 6}}, {7, {7, 8}}};
+  t.tokens_noreuse = {{5, {5, 6}}, {9, {9, 7}}};
+  auto v = run_check(run_output_divergence, t);
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  EXPECT_EQ(v[0].severity, Severity::error);
+  EXPECT_TRUE(contains(evidence(v[0], "severity"), "greedy token 1 is 7 with reuse, 9 without"));
+  t.tokens_noreuse = {{5, {5, 6}}, {7, {7, 9}}};  // same token, another top-k
+  v = run_check(run_output_divergence, t);
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  EXPECT_EQ(v[0].severity, Severity::error);
+  EXPECT_TRUE(contains(evidence(v[0], "severity"), "the top-2 of token 1 differs"));
+  t.tokens_noreuse = {{6, {6, 5}}, {7, {7, 8}}};  // changed at token 0: call 2 (t=1) follows
+  EXPECT_EQ(run_check(run_output_divergence, t)[0].severity, Severity::warning);
+  t.tokens_noreuse = t.tokens_reuse;  // tokens unchanged: a warning
+  EXPECT_EQ(run_check(run_output_divergence, t)[0].severity, Severity::warning);
+}
+
 TEST(TraceCheck_OutputDivergence, WarningAtExactlyThreshold) {
   auto b = two_calls_of_key();
   b.at(2).diverged(2, 0.99);
@@ -715,6 +739,21 @@ TEST(TraceCheck_ConfigError, KeepsRecordedSourceLocationAsPath) {
   auto v = run_check(run_config_error, b.build());
   ASSERT_EQ(v.size(), 1u) << describe(v);
   EXPECT_EQ(v[0].path, "engine.py:42");
+}
+
+// A recorded call's location stays "file:line" for every entry (editors parse it), never
+// "file:line/shared_alias".
+TEST(TraceCheck_ConfigError, RecordedAliasLocationIsFileAndLine) {
+  TraceBuilder b;
+  b.identities_only().kernel("k", {"a", "b", "out"});
+  b.call("k", "k_L0").path("engine.py:9").statics({1}).alias(1, "pool");
+  auto v = run_check(run_config_error, b.build());
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  EXPECT_EQ(v[0].path, "engine.py:9");
+  TraceBuilder m;  // a model.json call: the pointer of its member
+  m.identities_only().kernel("k", {"a", "b", "out"});
+  m.call("k", "k_L0").path(kPath).statics({1}).alias(1, "pool");
+  EXPECT_EQ(run_check(run_config_error, m.build())[0].path, std::string(kPath) + "/shared_alias");
 }
 
 TEST(TraceCheck_ConfigError, SilentOnCleanCall) {

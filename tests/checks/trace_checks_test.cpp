@@ -160,6 +160,42 @@ TEST(TraceCheck_StaleStatic, FiresWithoutNoReuseFromTheHostHash) {
             hash_pair(11, 12));
 }
 
+// The fix follows the evidence: without layer labels, per-layer weights under a key lacking the
+// layer look like data that changes per call, so the per-layer key is named first; labels of
+// one layer on both calls say the data changes per call.
+TEST(TraceCheck_StaleStatic, FixFitsTheLayerEvidence) {
+  auto v = run_check(run_stale_static, stale_lut().build());
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  EXPECT_TRUE(contains(v[0].fix, "weights that differ per layer, give each layer its own bo_key"));
+  EXPECT_TRUE(contains(evidence(v[0], "layers"), "no layer labels"));
+  auto b = stale_lut();
+  b.at(1).layer(0);
+  b.at(2).layer(0);
+  v = run_check(run_stale_static, b.build());
+  ASSERT_EQ(v.size(), 1u) << describe(v);
+  EXPECT_EQ(v[0].fix, stale_static_info().fix);
+  EXPECT_EQ(evidence(v[0], "layers"), "<absent>");
+}
+
+// Two caches may use one key name: their findings stay apart and name the cache; every call a
+// finding was seen on is listed.
+TEST(TraceCheck_StaleStatic, OneKeyNameInTwoCachesStaysApart) {
+  TraceBuilder b;
+  b.kernel("rope", {"x", "lut", "out"});
+  for (const char* ns : {"prefill", "decode"}) {
+    b.call("rope", "rope").ns(ns).statics({1}).token(0).slot(1).var("lut").hash(11);
+    b.call("rope", "rope").ns(ns).statics({1}).token(1).slot(1).var("lut").hash(12).pre(11, 12);
+    b.call("rope", "rope").ns(ns).statics({1}).token(2).slot(1).var("lut").hash(13).pre(11, 13);
+  }
+  auto v = run_check(run_stale_static, b.build());
+  ASSERT_EQ(v.size(), 2u) << describe(v);
+  EXPECT_EQ(v[0].ns, "prefill");
+  EXPECT_EQ(v[1].ns, "decode");
+  EXPECT_EQ(v[0].calls, (std::vector<int>{2, 3}));
+  EXPECT_EQ(v[1].calls, (std::vector<int>{5, 6}));
+  EXPECT_EQ(key_label(v[1].ns, v[1].bo_key), "decode/rope");
+}
+
 TEST(TraceCheck_StaleStatic, SilentWithoutNoReuseWhenTheBoHoldsTheHostData) {
   auto b = stale_lut();
   b.caps(only_caps(true, false));

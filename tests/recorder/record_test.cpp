@@ -440,6 +440,24 @@ TEST(Spool, CorruptMiddleLineIsAnError) {
   EXPECT_EQ(text.error().where, "spool:2");
 }
 
+// The recorder cannot tell pyxrt on an NPU from a stand-in: the trace names an NPU only when
+// the spool's header says one ran the kernels, and the text report's key table says so.
+TEST(Spool, NpuOnlyWhenTheHeaderSaysSo) {
+  for (bool npu : {false, true}) {
+    std::istringstream in(std::string("{\"kind\":\"header\",\"producer\":\"p\",\"argv\":[],"
+                                      "\"shadow\":false") +
+                          (npu ? ",\"npu_launched\":true" : "") + "}\n");
+    SpoolSummary s;
+    auto text = trace_text_from_spool(in, "spool", s);
+    ASSERT_TRUE(text) << text.error().line();
+    std::istringstream t(text.value());
+    auto trace = read_trace(t, "trace");
+    ASSERT_TRUE(trace) << trace.error().line();
+    EXPECT_EQ(trace->header.npu_launched, npu);
+    EXPECT_FALSE(trace->header.host_emulated);
+  }
+}
+
 TEST(Spool, NoHeaderIsAnError) {
   std::istringstream in("{\"kind\":\"end\"}\n");
   SpoolSummary s;

@@ -69,6 +69,34 @@ TEST_F(ReportTree, CountsAndFirstErrorAreSetByTheGateOnce) {
   EXPECT_EQ(r.first_error_where, "");
 }
 
+// The key table's header names the device as the trace states it: an NPU only when the trace
+// says one ran the kernels (a recording on a stand-in says neither NPU nor host emulation).
+TEST_F(ReportTree, KeyTableHeaderNamesTheDeviceAsRecorded) {
+  spdlog::set_level(spdlog::level::err);
+  CommandOptions o;
+  o.model = std::string(BOD_FIXTURES_DIR) + "/models/tutorial-mini/model.json";
+  o.save_trace = (dir_ / "run.trace.jsonl").string();
+  ASSERT_EQ(cmd_check(o).code, Exit::ok);
+  auto t = read_trace(o.save_trace);
+  ASSERT_TRUE(t) << t.error().line();
+  auto header = [&](bool emulated, bool npu) {
+    Trace c = t.value();
+    c.header.backend = "recorded";
+    c.header.host_emulated = emulated;
+    c.header.npu_launched = npu;
+    Report r = build_report("analyze", c, false);
+    EXPECT_TRUE(apply_gate(r, GateOptions{}));
+    std::string text = render_text(r);
+    size_t at = text.find("bo_key first call vs later calls");
+    return at == std::string::npos ? text : text.substr(at, text.find('\n', at) - at);
+  };
+  EXPECT_EQ(header(false, false),
+            "bo_key first call vs later calls (backend recorded, device not recorded):");
+  EXPECT_EQ(header(false, true), "bo_key first call vs later calls (backend recorded, NPU):");
+  EXPECT_EQ(header(true, false),
+            "bo_key first call vs later calls (backend recorded, host-emulated kernels):");
+}
+
 TEST(ReportFormats, OneTableNamesRendersAndTimes) {
   EXPECT_EQ(format_names(report_formats()),
             (std::vector<std::string>{"text", "json", "markdown", "sarif", "junit", "html"}));

@@ -29,7 +29,9 @@ using ojson = nlohmann::ordered_json;
 
 // The repository root as CMake configured it (not __FILE__, which a compiler cache may make
 // relative to its base directory).
-fs::path source_root() { return fs::path(BOD_SOURCE_DIR); }
+fs::path source_root() {
+  return fs::path(BOD_SOURCE_DIR);
+}
 
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 const double kInf = std::numeric_limits<double>::infinity();

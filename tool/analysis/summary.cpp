@@ -11,7 +11,7 @@ std::vector<KeyRow> key_table(const Trace& t) {
   std::map<std::pair<std::string, std::string>, size_t> at;  // (ns, bo_key) -> row
   for (auto& c : t.calls) {
     auto [it, fresh] = at.emplace(std::make_pair(c.ns, c.bo_key), rows.size());
-    if (fresh) rows.push_back({c.bo_key, c.kernel, c.number});
+    if (fresh) rows.push_back({c.bo_key, c.kernel, c.ns, c.number});
     KeyRow& k = rows[it->second];
     k.calls++;
     double cmin = 1;

@@ -12,6 +12,7 @@ namespace bod {
 // Per bo_key: how its first call and its later calls fared (where "NaN on call 2" shows).
 struct KeyRow {
   std::string bo_key, kernel;
+  std::string ns;  // the key's cache instance ("" when the trace names none)
   int first_call = 0, calls = 0, later_diverged = 0, first_diverged = 0;
   double first_min_cosine = 1, later_min_cosine = 1;
   long long later_nan = 0;

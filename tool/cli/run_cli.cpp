@@ -15,13 +15,30 @@ namespace bod {
 
 namespace {
 
-const char* kExitCodes =
-    "\nExit codes: 0 pass; 1 findings at or above --fail-on (classify: declared settings that "
-    "corrupt results); 2 bad input or usage; 3 backend unavailable or internal error; 4 the run "
-    "exceeded --timeout.\n";
+// Each command's own exit codes, in its --help.
+const char* kGateCodes =
+    "0 pass (no new finding at or above --fail-on); 1 a new finding at or above --fail-on; "
+    "2 bad input or usage";
+const char* kCheckCodes =
+    "0 pass (no new finding at or above --fail-on); 1 a new finding at or above --fail-on, or "
+    "a failed end-to-end verification; 2 bad input or usage; 3 backend unavailable or internal "
+    "error; 4 the run exceeded --timeout";
+const char* kClassifyCodes =
+    "0 no declared setting corrupts results; 1 a declared setting corrupts results; 2 bad input "
+    "or usage; 3 backend unavailable or internal error; 4 the run exceeded --timeout";
+const char* kRecordCodes =
+    "the program's own exit status (128 + N when signal N ended it), once the trace is written; "
+    "record's own failures: 2 bad usage, a refused -o, or a program that cannot be started; "
+    "3 the recorder wrote an invalid trace (its spool is kept)";
+const char* kSkeletonCodes = "0 model written; 2 bad usage, or a trace that cannot be read";
+const char* kInfoCodes = "0 printed; 2 bad usage or an unknown check id";
+const char* kTopCodes =
+    "0 pass; 1 findings at or above --fail-on (classify: declared settings that corrupt "
+    "results); 2 bad input or usage; 3 backend unavailable or internal error; 4 the run "
+    "exceeded --timeout; record: the program's own status. Each command's --help has its own.";
 
-std::string footer(const std::string& examples) {
-  return std::string(kExitCodes) + "\nExamples:\n" + examples;
+std::string footer(const char* codes, const std::string& examples) {
+  return std::string("\nExit codes: ") + codes + ".\n\nExamples:\n" + examples;
 }
 
 // Case-insensitive choice of --format (the value is kept as given; commands lower-case it).
@@ -110,6 +127,7 @@ CommandResult run_cli(int argc, char** argv) {
   app.fallthrough();  // -v / -q also after the subcommand
   app.option_defaults()->always_capture_default();
   app.footer(footer(
+      kTopCodes,
       "  bo-doctor check model.json\n  bo-doctor check model.json --format sarif -o bo.sarif\n"));
   int verbose = 0;
   bool quiet = false;
@@ -136,6 +154,7 @@ CommandResult run_cli(int argc, char** argv) {
                     "also write the run's Trace (JSON Lines, docs/trace-format.md) to FILE");
   check->add_option("--timeout", o.timeout_s, "stop the whole run after SECONDS (exit 4; 0: none)");
   check->footer(footer(
+      kCheckCodes,
       "  bo-doctor check model.json --probe\n"
       "  bo-doctor check model.json --format sarif -o bo.sarif --baseline bo-baseline.json\n"));
 
@@ -144,9 +163,9 @@ CommandResult run_cli(int argc, char** argv) {
   analyze->add_option("TRACE", o.model, "trace file (JSON Lines), or - for stdin")->required();
   add_report_flags(analyze, o, report_format_names);
   add_gate_flags(analyze, o);
-  analyze->footer(
-      footer("  bo-doctor analyze run.trace.jsonl\n"
-             "  bo-doctor analyze run.trace.jsonl --format junit -o bo.junit.xml\n"));
+  analyze->footer(footer(kGateCodes,
+                         "  bo-doctor analyze run.trace.jsonl\n"
+                         "  bo-doctor analyze run.trace.jsonl --format junit -o bo.junit.xml\n"));
 
   auto* skeleton = app.add_subcommand(
       "skeleton", "write a model.json that replays a trace's calls, with stub kernel bodies");
@@ -154,9 +173,9 @@ CommandResult run_cli(int argc, char** argv) {
   skeleton->add_option("-o,--output", o.output,
                        "write the model to FILE (atomically) instead of stdout");
   skeleton->add_flag("--force", o.force, "let -o replace a file that is not a bo-doctor output");
-  skeleton->footer(
-      footer("  bo-doctor skeleton run.trace.jsonl -o model.json\n"
-             "  bo-doctor skeleton - < run.trace.jsonl\n"));
+  skeleton->footer(footer(kSkeletonCodes,
+                          "  bo-doctor skeleton run.trace.jsonl -o model.json\n"
+                          "  bo-doctor skeleton - < run.trace.jsonl\n"));
 
   auto* classify = app.add_subcommand(
       "classify", "infer each slot's role from behaviour and recommend reuse indices");
@@ -165,21 +184,22 @@ CommandResult run_cli(int argc, char** argv) {
   auto* cbackend = classify->add_option("--backend", o.backend, "cpu (reference device) or xrt");
   classify->add_option("--timeout", o.timeout_s,
                        "stop the whole run after SECONDS (exit 4; 0: none)");
-  classify->footer(
-      footer("  bo-doctor classify model.json\n"
-             "  bo-doctor classify model.json --format json -o roles.json\n"));
+  classify->footer(footer(kClassifyCodes,
+                          "  bo-doctor classify model.json\n"
+                          "  bo-doctor classify model.json --format json -o roles.json\n"));
 
   auto* lint = app.add_subcommand("lint", "static checks of the plan, without running it");
   add_model_flags(lint, o);
   add_report_flags(lint, o, report_format_names);
   add_gate_flags(lint, o);
-  lint->footer(footer("  bo-doctor lint model.json\n  bo-doctor lint model.json --format json\n"));
+  lint->footer(footer(kGateCodes,
+                      "  bo-doctor lint model.json\n  bo-doctor lint model.json --format json\n"));
 
   RecordOptions ro;
   auto* record = app.add_subcommand(
       "record", "run a Python program with the recorder injected and write its trace");
+  ro.output = "run.trace.jsonl";  // before add_option: --help shows it as the default
   record->add_option("-o,--output", ro.output, "trace file to write");
-  ro.output = "run.trace.jsonl";
   record->add_flag("--force", ro.force,
                    "let -o replace an existing file that is not a bo-doctor output");
   record->add_flag("--shadow", ro.shadow,
@@ -190,18 +210,21 @@ CommandResult run_cli(int argc, char** argv) {
                      "auto (bo_doctor.label, else heuristics) or explicit (label() only)");
   record->add_option("COMMAND", ro.command, "the program and its arguments, after --")->required();
   record->footer(
-      footer("  bo-doctor record -- python3 run.py\n"
+      footer(kRecordCodes,
+             "  bo-doctor record -- python3 run.py\n"
              "  bo-doctor record --shadow -o run.trace.jsonl -- python3 run.py --tokens 4\n"));
 
   std::string list_format = "text";
   auto* list = app.add_subcommand("list-checks", "list every check id");
   list->add_option("--format", list_format, or_list(list_checks_formats()))
       ->transform(format_of(list_checks_formats()));
-  list->footer(footer("  bo-doctor list-checks\n  bo-doctor list-checks --format json\n"));
+  list->footer(
+      footer(kInfoCodes, "  bo-doctor list-checks\n  bo-doctor list-checks --format json\n"));
   std::string id;
   auto* explain = app.add_subcommand("explain", "explain one check");
   explain->add_option("CHECK-ID", id, "a check id from list-checks")->required();
-  explain->footer(footer("  bo-doctor explain stale-static\n  bo-doctor explain key-collision\n"));
+  explain->footer(
+      footer(kInfoCodes, "  bo-doctor explain stale-static\n  bo-doctor explain key-collision\n"));
 
   // An unknown command: name the closest (CLI11 would only say the argument was unexpected).
   if (argc > 1 && argv[1][0] != '-') {

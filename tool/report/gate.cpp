@@ -121,7 +121,9 @@ std::vector<const CheckInfo*> selected_checks(const GateOptions& g) {
 }
 
 std::string fingerprint(const Finding& f) {
+  // The cache instance only when there is one, so fingerprints of traces without stay as they were.
   std::string id = f.check + '\0' + f.kernel + '\0' + f.bo_key + '\0' +
+                   (f.ns.empty() ? std::string() : f.ns + '\0') +
                    (f.slot_name.empty() ? std::to_string(f.slot) : f.slot_name) + '\0' +
                    (f.check == unused_suppression_info().id ? f.path : "");
   return hash_hex(hash_bytes(id.data(), id.size()));
@@ -225,15 +227,21 @@ Status apply_gate(Report& r, const GateOptions& g) {
     std::string sl = slot_label(f);
     if (!sl.empty() && std::find(grp.slots.begin(), grp.slots.end(), sl) == grp.slots.end())
       grp.slots.push_back(sl);
+    std::string key = key_label(f.ns, f.bo_key);
     if (!f.bo_key.empty() &&
-        std::find(grp.bo_keys.begin(), grp.bo_keys.end(), f.bo_key) == grp.bo_keys.end())
-      grp.bo_keys.push_back(f.bo_key);
+        std::find(grp.bo_keys.begin(), grp.bo_keys.end(), key) == grp.bo_keys.end())
+      grp.bo_keys.push_back(key);
     if (f.call && std::find(grp.calls.begin(), grp.calls.end(), f.call) == grp.calls.end())
       grp.calls.push_back(f.call);
+    grp.every_call.insert(grp.every_call.end(), f.calls.begin(), f.calls.end());
+    if (f.call) grp.every_call.push_back(f.call);
     grp.occurrences += f.occurrences;
   }
   for (auto& grp : r.groups) {
     std::sort(grp.calls.begin(), grp.calls.end());
+    std::sort(grp.every_call.begin(), grp.every_call.end());
+    grp.every_call.erase(std::unique(grp.every_call.begin(), grp.every_call.end()),
+                         grp.every_call.end());
     std::vector<std::string> fps;
     for (size_t m : grp.members) fps.push_back(r.findings[m].fingerprint);
     std::sort(fps.begin(), fps.end());

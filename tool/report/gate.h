@@ -54,8 +54,9 @@ struct FindingGroup {
   Severity severity = Severity::note;
   FindingStatus status = FindingStatus::active;
   std::vector<std::string> slots;    // distinct "2 (wq)", in order of first appearance
-  std::vector<std::string> bo_keys;  // distinct, in order
+  std::vector<std::string> bo_keys;  // distinct key_label()s, in order
   std::vector<int> calls;            // the members' first calls, distinct and sorted
+  std::vector<int> every_call;       // every call any member was seen on, distinct and sorted
   int occurrences = 0;               // calls over all members
   std::string fingerprint;           // of the group: its members' fingerprints
 };

@@ -26,6 +26,7 @@ J finding_json(const Finding& f) {
            {"layer", f.layer},
            {"kernel", f.kernel},
            {"bo_key", f.bo_key},
+           {"ns", f.ns},
            {"slot", f.slot},
            {"slot_name", f.slot_name},
            {"first_call_of_key", f.first_call_of_key},
@@ -33,6 +34,7 @@ J finding_json(const Finding& f) {
            {"latent", f.latent},
            {"occurrences", f.occurrences},
            {"last_call", f.last_call},
+           {"calls", f.calls},
            {"message", f.message},
            {"evidence", e},
            {"fix", f.fix},
@@ -112,12 +114,14 @@ std::string render_json(const Report& r) {
     for (auto& k : r.keys)
       if (!r.coverage.no_reuse)  // divergence was not measured: not 0, not cosine 1
         keys.push_back({{"bo_key", k.bo_key},
+                        {"ns", k.ns},
                         {"kernel", k.kernel},
                         {"first_call", k.first_call},
                         {"calls", k.calls},
                         {"divergence", "not measured (needs no_reuse: record --shadow)"}});
       else
         keys.push_back({{"bo_key", k.bo_key},
+                        {"ns", k.ns},
                         {"kernel", k.kernel},
                         {"first_call", k.first_call},
                         {"calls", k.calls},

@@ -53,6 +53,7 @@ std::string finding_text(const Report& r, const Finding& f) {
     if (f.token >= 0) o << " t=" << f.token;
     if (f.layer >= 0) o << " l=" << f.layer;
     o << ") kernel " << f.kernel << ", bo_key '" << f.bo_key << "'";
+    if (!f.ns.empty()) o << " of cache '" << f.ns << "'";
     if (f.slot >= 0) o << ", slot " << f.slot << " (" << f.slot_name << ")";
     o << "\n";
   }

@@ -94,7 +94,7 @@ std::string render_markdown(const Report& r) {
       << "|---|---|---|---|---|---|---|\n";
     for (auto& f : r.findings)
       o << "| " << severity_name(f.severity) << (f.latent ? " (latent)" : "") << " | " << f.check
-        << " | " << f.call << " | " << f.kernel << " | " << f.bo_key << " | "
+        << " | " << f.call << " | " << f.kernel << " | " << key_label(f.ns, f.bo_key) << " | "
         << (f.slot >= 0 ? std::to_string(f.slot) + " " + f.slot_name : "") << " | " << f.message
         << " |\n";
   }

@@ -120,8 +120,9 @@ std::string render_sarif(const Report& r) {
       std::string name =
           f.kernel +
           (f.slot >= 0 ? " slot " + std::to_string(f.slot) + " (" + f.slot_name + ")" : "");
-      J logical{
-          {"name", name}, {"fullyQualifiedName", f.bo_key + "/" + name}, {"kind", "function"}};
+      J logical{{"name", name},
+                {"fullyQualifiedName", key_label(f.ns, f.bo_key) + "/" + name},
+                {"kind", "function"}};
       if (!loc.contains("logicalLocations")) loc["logicalLocations"] = J::array();
       loc["logicalLocations"].push_back(logical);
     }

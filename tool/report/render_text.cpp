@@ -29,6 +29,7 @@ void group(std::ostringstream& o, const Report& r, const FindingGroup& g) {
     if (f.token >= 0) o << " t=" << f.token;
     if (f.layer >= 0) o << " l=" << f.layer;
     o << ") kernel " << f.kernel << ", bo_key '" << f.bo_key << "'";
+    if (!f.ns.empty()) o << " of cache '" << f.ns << "'";
     if (f.slot >= 0) o << ", slot " << f.slot << " (" << f.slot_name << ")";
     o << "\n";
     if (f.key_first_call)
@@ -115,14 +116,18 @@ std::string render_text(const Report& r) {
       << " calls with intermediate slots\n";
   if (r.ran) {
     const RunFigures& run = r.run;
+    // The device as the trace states it: "NPU" only when it says an NPU ran the kernels.
     o << "\nbo_key first call vs later calls (backend " << run.backend
-      << (run.host_emulated ? ", host-emulated kernels" : ", NPU") << "):\n";
+      << (run.host_emulated  ? ", host-emulated kernels"
+          : run.npu_launched ? ", NPU"
+                             : ", device not recorded")
+      << "):\n";
     if (!r.coverage.no_reuse) {  // nothing was compared: no figure that nobody measured
       o << "  bo_key                         first  calls  divergence\n";
       for (auto& k : r.keys) {
         char line[256];
-        std::snprintf(line, sizeof line, "  %-30s %5d  %5d  needs --shadow\n", k.bo_key.c_str(),
-                      k.first_call, k.calls);
+        std::snprintf(line, sizeof line, "  %-30s %5d  %5d  needs --shadow\n",
+                      key_label(k.ns, k.bo_key).c_str(), k.first_call, k.calls);
         o << line;
       }
     }
@@ -132,8 +137,8 @@ std::string render_text(const Report& r) {
     for (auto& k : r.coverage.no_reuse ? r.keys : std::vector<KeyRow>{}) {
       char line[256];
       std::snprintf(line, sizeof line, "  %-30s %5d  %5d  %14d  %14d  %14.6f  %14.6f  %10lld\n",
-                    k.bo_key.c_str(), k.first_call, k.calls, k.first_diverged, k.later_diverged,
-                    k.first_min_cosine, k.later_min_cosine, k.later_nan);
+                    key_label(k.ns, k.bo_key).c_str(), k.first_call, k.calls, k.first_diverged,
+                    k.later_diverged, k.first_min_cosine, k.later_min_cosine, k.later_nan);
       o << line;
     }
     auto per = [&](const EngineFigures& e) {

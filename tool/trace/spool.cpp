@@ -65,7 +65,9 @@ Result<std::string> trace_text_from_spool(std::istream& in, const std::string& n
   t.header.model_name = program.empty() ? std::string("recorded run") : program;
   t.header.backend = "recorded";
   t.header.host_emulated = false;
-  t.header.npu_launched = true;
+  // The recorder wraps load_and_run and cannot tell pyxrt on an NPU from a stand-in: a device
+  // is named only when the header says one ran the kernels.
+  t.header.npu_launched = header.value("npu_launched", false);
   t.header.caps.run = true;
   t.header.caps.no_reuse = summary.shadow;
   t.header.top_k = 0;
