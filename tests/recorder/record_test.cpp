@@ -532,6 +532,95 @@ TEST_F(Record, PerCallInputInIntermediateIsWarnedThenProven) {
       << text.out;
 }
 
+// Hashing only what can have changed (BO hashes reused between the calls that bind a BO, host
+// arrays write-tracked, untouched zero pages unread) against BOD_RECORD_EXACT=1 (every byte
+// hashed): every seeded bug gives the same trace hashes and the same findings, with and without
+// --shadow.
+TEST_F(Record, ShortcutsOnAndOffGiveTheSameTrace) {
+  auto hashes = [](const Trace& t) {
+    std::vector<uint64_t> h;
+    for (auto& c : t.calls)
+      for (auto& s : c.slots)
+        h.insert(h.end(), {s.host.hash, s.written_hash, s.reuse_pre, s.reuse_post, s.noreuse_pre,
+                           s.noreuse_post});
+    return h;
+  };
+  for (const char* bug :
+       {"none", "key-collision", "stale-static", "size-mismatch", "placeholder-upload",
+        "alias-conflict", "static-clobber", "view-overwritten", "missed-static"})
+    for (bool shadow : {false, true}) {
+      std::string findings[2];
+      std::vector<uint64_t> h[2];
+      for (int exact = 0; exact < 2; ++exact) {
+        fs::path trace = dir_ / ("t" + std::to_string(exact) + ".jsonl");
+        Proc r = run(std::string(exact ? "BOD_RECORD_EXACT=1 " : "") + BOD_BINARY + " record " +
+                     (shadow ? "--shadow " : "") + "--force -o " + trace.string() + " -- " +
+                     program(bug));
+        ASSERT_EQ(r.code, 0) << bug << r.err;
+        auto t = read_trace(trace.string());
+        ASSERT_TRUE(t) << t.error().line();
+        h[exact] = hashes(*t);
+        json a = json::parse(
+            run(std::string(BOD_BINARY) + " analyze --format json " + trace.string()).out, nullptr,
+            false);
+        findings[exact] = describe(a);
+      }
+      EXPECT_EQ(h[0], h[1]) << bug << (shadow ? " --shadow" : "");
+      EXPECT_EQ(findings[0], findings[1]) << bug << (shadow ? " --shadow" : "");
+      if (shadow && std::string(bug) != "none") {
+        EXPECT_NE(findings[0], "") << bug;
+      }
+    }
+}
+
+// A static host array of 4 MiB changed in place between two calls (a LoRA merge by numpy, then
+// a LUT recomputed by reading a file into it: a write by the kernel into a write-tracked page)
+// is caught at the call it matters, from the bytes, with the shortcuts on and off; the
+// program's own writes land (it checks them) and a fresh 32 MiB zeros argument hashes as zeros.
+TEST_F(Record, InPlaceChangeOfAStaticHostArrayIsCaught) {
+  fs::path script = dir_ / "in_place.py";
+  std::ofstream(script)
+      << "import sys, tempfile\n"
+         "import numpy as np\n"
+         "sys.path.insert(0, '" BOD_SOURCE_DIR
+         "/tests/recorder/standin')\n"
+         "from shared.infra.cache import KernelCache\n"
+         "def k(a): a.get(2, (4,))[...] = a.get(0, (4,)) + a.get(1, (4,))\n"
+         "cache = KernelCache(cache_dir=tempfile.mkdtemp())\n"
+         "cache.register('add', k, 4)\n"
+         "w = np.full(1 << 20, 1.0, np.float32)\n"
+         "lut = np.full(1 << 20, 2.0, np.float32)\n"
+         "def call():\n"
+         "    return cache.load_and_run('add', {}, w, lut, np.zeros(4, np.float32),\n"
+         "        np.zeros((4096, 2048), np.float32), output_indices=[2],\n"
+         "        static_input_indices=[0, 1], bo_key='add')\n"
+         "call(); call()\n"
+         "w[123456] += 0.5\n"  // LoRA merge in place: call 3 reads the stale BO
+         "call()\n"
+         "f = tempfile.TemporaryFile(); f.write(np.full(1024, 3.0, np.float32).tobytes()); "
+         "f.seek(0)\n"
+         "assert f.readinto(memoryview(lut).cast('B')[8192:12288]) == 4096\n"
+         "assert lut[2048] == 3.0 and lut[2047] == 2.0 and w[123456] == 1.5\n"
+         "call()\n";
+  for (const char* env : {"", "BOD_RECORD_EXACT=1 "}) {
+    fs::path trace = dir_ / "in_place.jsonl";
+    Proc r = run(std::string(env) + BOD_BINARY + " record --force -o " + trace.string() + " -- " +
+                 kPython + " " + script.string());
+    ASSERT_EQ(r.code, 0) << env << r.err;
+    json a =
+        json::parse(run(std::string(BOD_BINARY) + " analyze --format json " + trace.string()).out,
+                    nullptr, false);
+    EXPECT_TRUE(has(a, "stale-static", 3, 0)) << env << describe(a);
+    EXPECT_TRUE(has(a, "stale-static", 4, 1)) << env << describe(a);
+    EXPECT_FALSE(has(a, "stale-static", 2, 0)) << env << describe(a);
+    auto t = read_trace(trace.string());
+    ASSERT_TRUE(t) << t.error().line();
+    ASSERT_EQ(t->calls.size(), 4u);
+    std::vector<uint8_t> zeros(size_t(32) << 20);
+    EXPECT_EQ(t->calls[3].slots[3].host.hash, hash_bytes(zeros.data(), zeros.size())) << env;
+  }
+}
+
 // The preflight: before the program does any work, the recorder checks that it can run in the
 // program's interpreter; otherwise one message naming the interpreter and the fix, exit 2, the
 // program not run and no spool or trace left.

@@ -41,16 +41,52 @@ def mapped_hash(bo, nbytes, sync):
         return NO_HASH
 
 
+def _identity(bo):
+    """What tells a BO apart from a later one that gets the same id(): its device address and
+    size (None when the BO cannot say)."""
+    try:
+        return (int(bo.address()), int(bo.size()))
+    except Exception:
+        return None
+
+
 class BoTable:
-    def __init__(self):
+    def __init__(self, reuse=True):
         self.first = {}    # id(bo) -> the first call that used it
         self.changed = {}  # id(bo) -> the last call that changed its bytes
         self.viewed = set()  # id(bo) of BOs the engine returned a view into (never synced)
+        self.reuse = reuse
+        self.known = {}    # id(bo) -> (identity, {nbytes: hash}) taken after its last call
 
-    def hash(self, bo, nbytes, sync):
+    def hash(self, bo, nbytes, sync, reuse=False):
         """The BO's first nbytes as the device holds them; from the mapping as it is when the
-        program may hold a view into it."""
+        program may hold a view into it. reuse: the hash taken after the last call that bound
+        the BO, when it holds one of these bytes (see `remember`)."""
+        if reuse and self.reuse and id(bo) not in self.viewed:
+            k = self.known.get(id(bo))
+            if k is not None and nbytes in k[1] and k[0] == _identity(bo):
+                STATS["bo_hashes_reused"] += 1
+                return k[1][nbytes]
         return mapped_hash(bo, nbytes, sync and id(bo) not in self.viewed)
+
+    def remember(self, bo, nbytes, h):
+        """The hash of the BO's first nbytes as the call that bound it left them. Until another
+        call binds it, nothing can change those bytes: the engine writes a BO only in a call
+        that binds it, the device only during such a call's dispatch, and the program reaches a
+        BO's memory only through the views the engine returned (a viewed BO never reuses a
+        hash) or a mapping of its own (docs/recording.md)."""
+        if not self.reuse or h == NO_HASH:
+            return
+        ident = _identity(bo)
+        k = self.known.get(id(bo))
+        if k is None or k[0] != ident:
+            k = self.known[id(bo)] = (ident, {})
+        k[1][nbytes] = h
+
+    def forget(self, bos):
+        """The BOs a call binds, before it runs: their bytes may change."""
+        for bo in bos or ():
+            self.known.pop(id(bo), None)
 
     def note_viewed(self, results, bos, out_set):
         """Marks the BOs of the output slots the call returned arrays for."""

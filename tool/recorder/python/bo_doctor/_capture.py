@@ -124,7 +124,9 @@ class CallCapture:
                 ph = self.hosts[i].source == "placeholder"
                 if (not self.written[i] or ph) and i < len(bos):
                     extent = int(bos[i].size()) if ph else self.hosts[i].bytes
-                    self.pre[i] = rec.bos.hash(bos[i], extent, sync=True)
+                    self.pre[i] = rec.bos.hash(bos[i], extent, sync=True,
+                                               reuse=not rec.running)
+            rec.bos.forget(bos)
 
     def binding_name(self, i):
         """What the slot is bound to, as far as the recorder can name it: the argument and the
@@ -150,7 +152,8 @@ class CallCapture:
             source, name = "placeholder", self.binding_name(i)
         else:
             source, name = "tensor" if static else "var", self.binding_name(i)
-        return Host([int(d) for d in shape], dtype, int(arr.nbytes), array_hash(arr), source,
+        return Host([int(d) for d in shape], dtype, int(arr.nbytes), rec.host_hashes.hash(arr),
+                    source,
                     name, view[0] if view else 0,
                     HostX(str(arr.dtype), bool(arr.flags.c_contiguous), bool(zs)))
 
@@ -163,6 +166,7 @@ class CallCapture:
         first = rec.key_first.get((ns, a.key), n)
         pools = {id(bo): pk for pk, bo in (getattr(self.cache, "_shared_bos", {}) or {}).items()}
         out_set = set(a.outs)
+        rec.bos.forget(bos)
         slots, h2d, writes = [], 0, 0
         changes = {}  # id(bo) -> (this call wrote it, its kernel changed it)
         for i, x in enumerate(a.inputs):
@@ -198,6 +202,8 @@ class CallCapture:
             else:
                 before = self.pre.get(i, h.hash)
             after = before if error else rec.bos.hash(bo, extent, sync=i not in out_set)
+            if not error:
+                rec.bos.remember(bo, extent, after)
             if wrote or after != before:
                 rec.bos.changed[id(bo)] = n
             w, k = changes.get(id(bo), (False, False))

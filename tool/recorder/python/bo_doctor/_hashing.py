@@ -22,7 +22,8 @@ NO_HASH = "0" * 16
 API_VERSION = 1
 
 # What the recorder did, for `bo_doctor.recorder_stats()` (the benchmark reads it).
-STATS = {"bytes_hashed": 0, "syncs": 0, "sync_bytes": 0}
+STATS = {"bytes_hashed": 0, "bytes_skipped": 0, "syncs": 0, "sync_bytes": 0, "bo_hashes_reused": 0,
+         "tracked_arrays": 0, "calls": 0, "shadowed": 0}
 
 
 class HashLibError(Exception):

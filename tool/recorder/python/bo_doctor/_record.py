@@ -29,11 +29,13 @@ from ._attach import Attacher, parse_target
 from ._bos import BoTable
 from ._capture import CallCapture, bind, dtype_name
 from ._frames import refresh_snapshots
+from ._hashing import STATS
 from ._labels import call_labels, caller_path, holder_name
 from ._records import CallRecord, EndRecord, HeaderRecord, KernelRecord, KernelSlot
 from ._shadow import Shadow
 from ._spool import Spool
 from ._views import ViewTable
+from ._written import HostHashes, exact_requested
 
 PRODUCER = "bo-doctor record (Python recorder)"
 
@@ -49,7 +51,9 @@ class Recorder:
         self.kernel_names = set()
         self.caches = {}         # id(cache) -> namespace name
         self.key_first = {}      # (ns, key) -> first call number
-        self.bos = BoTable()
+        self.bos = BoTable(reuse=not exact_requested())
+        self.host_hashes = HostHashes()
+        self.running = 0         # calls described and not yet finished (other threads' engines)
         self.views = ViewTable()
         self.shadow = Shadow() if shadow else None
         self.seconds = 0.0       # time spent recording (not in the engine)
@@ -81,6 +85,8 @@ class Recorder:
             self.seconds += time.perf_counter() - t0
         if not ok:
             return orig(*a.bound.args, **a.bound.kwargs)
+        with self.lock:
+            self.running += 1
         try:
             results = orig(*a.bound.args, **a.bound.kwargs)
         except BaseException as e:
@@ -91,6 +97,8 @@ class Recorder:
 
     def finish(self, c, results, error):
         with self.lock:
+            self.running -= 1
+            STATS["calls"] += 1
             t0 = time.perf_counter()
             try:
                 call = c.after(self, results, error)

@@ -1,0 +1,199 @@
+// Write tracking of host memory for the Python recorder (part of libbod_hash.so): which pages of
+// a tracked range were written since the recorder last looked, and which pages are present at
+// all, through Linux's userfaultfd write-protection in asynchronous mode
+// (UFFD_FEATURE_WP_ASYNC: the kernel resolves every write fault itself, so no handler thread
+// exists and writes by the program, its threads or the kernel on its behalf (read(2) into the
+// array) proceed exactly as without the recorder) and the PAGEMAP_SCAN ioctl of
+// /proc/self/pagemap (Linux 6.7+). bod_wt_init() checks all of it on a probe buffer before
+// anything is tracked; where something is missing it returns an error and the recorder hashes
+// every byte (docs/recording.md, "Hashing only what can have changed").
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace {
+
+// From linux/userfaultfd.h and linux/fs.h of Linux 6.7+ (older headers lack them).
+constexpr uint64_t kFeatureWpUnpopulated = 1ull << 13;
+constexpr uint64_t kFeatureWpAsync = 1ull << 15;
+struct PageRegion {
+  uint64_t start, end, categories;
+};
+struct PmScanArg {
+  uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages, category_inverted,
+      category_mask, category_anyof_mask, return_mask;
+};
+constexpr uint64_t kPageIsWritten = 1u << 1;
+constexpr uint64_t kPageIsPresent = 1u << 3;
+constexpr uint64_t kPageIsSwapped = 1u << 4;
+constexpr uint64_t kScanWpMatching = 1u << 0;
+constexpr uint64_t kScanCheckWpAsync = 1u << 1;
+constexpr unsigned long kPagemapScan = _IOWR('f', 16, PmScanArg);
+
+int g_uffd = -1;
+int g_pagemap = -1;
+size_t g_page = 4096;
+
+int protect(uintptr_t start, size_t len) {
+  uffdio_writeprotect wp{};
+  wp.range.start = start;
+  wp.range.len = len;
+  wp.mode = UFFDIO_WRITEPROTECT_MODE_WP;
+  return ioctl(g_uffd, UFFDIO_WRITEPROTECT, &wp) == 0 ? 0 : errno;
+}
+
+// Marks in out[(page_start - base) / unit] every unit of [start, end) holding a page of the
+// given categories (any of `anyof`, or all of `all`); WP_MATCHING protects them again.
+// Returns 0 or an errno.
+int scan(uintptr_t start, uintptr_t end, uint64_t all, uint64_t anyof, bool reprotect,
+         uintptr_t base, size_t unit, uint8_t* out, size_t n_out) {
+  PageRegion vec[256];
+  start -= start % g_page;                      // the ioctl takes whole pages
+  end += (g_page - end % g_page) % g_page;
+  while (start < end) {
+    PmScanArg a{};
+    a.size = sizeof a;
+    a.flags = reprotect ? (kScanWpMatching | kScanCheckWpAsync) : 0;
+    a.start = start;
+    a.end = end;
+    a.vec = reinterpret_cast<uint64_t>(vec);
+    a.vec_len = sizeof vec / sizeof vec[0];
+    a.category_mask = all;
+    a.category_anyof_mask = anyof;
+    a.return_mask = all | anyof;
+    long n = ioctl(g_pagemap, kPagemapScan, &a);
+    if (n < 0) return errno;
+    for (long i = 0; i < n; ++i) {
+      uint64_t lo = vec[i].start < base ? base : vec[i].start;
+      if (vec[i].end <= lo) continue;
+      size_t first = (lo - base) / unit, last = (vec[i].end - 1 - base) / unit;
+      for (size_t u = first; u <= last && u < n_out; ++u) out[u] = 1;
+    }
+    if (a.walk_end <= start) return EIO;
+    start = a.walk_end;
+  }
+  return 0;
+}
+
+}  // namespace
+
+extern "C" {
+
+// Opens the tracker and proves it on a probe buffer: a write to one page shows as written and
+// no other page does, an untouched page is not present. 0, or the errno of what failed (ENOSYS
+// when the kernel lacks a feature).
+__attribute__((visibility("default"))) int bod_wt_init() {
+  if (g_uffd >= 0) return 0;
+  g_page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  int fd = static_cast<int>(syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK));
+  if (fd < 0) fd = static_cast<int>(syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | 1));
+  if (fd < 0) return errno;
+  uffdio_api api{};
+  api.api = UFFD_API;
+  api.features = kFeatureWpAsync | kFeatureWpUnpopulated;
+  if (ioctl(fd, UFFDIO_API, &api) != 0) {
+    int e = errno;
+    close(fd);
+    return e == EINVAL ? ENOSYS : e;
+  }
+  int pm = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  if (pm < 0) {
+    int e = errno;
+    close(fd);
+    return e;
+  }
+  g_uffd = fd;
+  g_pagemap = pm;
+  // The probe: 4 pages, tracked; page 1 written; then exactly page 1 written and present.
+  size_t len = 4 * g_page;
+  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  int err = p == MAP_FAILED ? errno : 0;
+  auto base = reinterpret_cast<uintptr_t>(p);
+  uint8_t written[4] = {0, 0, 0, 0}, present[4] = {0, 0, 0, 0};
+  if (!err) {  // presence, before tracking (a tracked page never written shows as swapped)
+    static_cast<volatile uint8_t*>(p)[g_page + 5] = 1;
+    err = scan(base, base + len, 0, kPageIsPresent | kPageIsSwapped, false, base, g_page, present,
+               4);
+  }
+  if (!err) {
+    uffdio_register reg{};
+    reg.range.start = base;
+    reg.range.len = len;
+    reg.mode = UFFDIO_REGISTER_MODE_WP;
+    if (ioctl(g_uffd, UFFDIO_REGISTER, &reg) != 0) err = errno;
+  }
+  if (!err) err = protect(base, len);
+  if (!err) {
+    static_cast<volatile uint8_t*>(p)[2 * g_page + 5] = 1;
+    err = scan(base, base + len, kPageIsWritten, 0, true, base, g_page, written, 4);
+  }
+  if (!err && !(written[2] && !written[0] && !written[1] && !written[3] && present[1] &&
+                !present[0] && !present[2] && !present[3]))
+    err = ENOSYS;
+  if (p != MAP_FAILED) munmap(p, len);
+  if (err) {
+    close(g_uffd);
+    close(g_pagemap);
+    g_uffd = g_pagemap = -1;
+  }
+  return err;
+}
+
+__attribute__((visibility("default"))) size_t bod_wt_page_size() {
+  return g_page;
+}
+
+// Tracks the whole pages inside [addr, addr + len): registers them for write protection and
+// protects them. 0 or an errno (the range is then not tracked).
+__attribute__((visibility("default"))) int bod_wt_track(uintptr_t addr, size_t len) {
+  if (g_uffd < 0) return ENODEV;
+  uffdio_register reg{};
+  reg.range.start = addr;
+  reg.range.len = len;
+  reg.mode = UFFDIO_REGISTER_MODE_WP;
+  if (ioctl(g_uffd, UFFDIO_REGISTER, &reg) != 0) return errno;
+  int e = protect(addr, len);
+  if (e) {
+    uffdio_range r{addr, len};
+    ioctl(g_uffd, UFFDIO_UNREGISTER, &r);
+  }
+  return e;
+}
+
+// Stops tracking a range (its memory may be gone already: errors are ignored).
+__attribute__((visibility("default"))) void bod_wt_untrack(uintptr_t addr, size_t len) {
+  if (g_uffd < 0) return;
+  uffdio_range r{addr, len};
+  ioctl(g_uffd, UFFDIO_UNREGISTER, &r);
+}
+
+// Sets out[u] = 1 for every `unit` bytes from `base` (u < n_out) holding a page of the tracked
+// range [addr, addr + len) written since it was tracked or last asked, and protects those pages
+// again. 0 or an errno (then the caller must treat the whole range as written).
+__attribute__((visibility("default"))) int bod_wt_written(uintptr_t addr, size_t len,
+                                                           uintptr_t base, size_t unit,
+                                                           uint8_t* out, size_t n_out) {
+  if (g_uffd < 0) return ENODEV;
+  return scan(addr, addr + len, kPageIsWritten, 0, true, base, unit, out, n_out);
+}
+
+// Sets out[u] = 1 for every `unit` bytes from `base` holding a page of [addr, addr + len) that
+// is present or swapped out (one never touched in private anonymous memory reads as zeros). Ask
+// before tracking the range: a tracked page never written shows as swapped.
+__attribute__((visibility("default"))) int bod_wt_present(uintptr_t addr, size_t len,
+                                                           uintptr_t base, size_t unit,
+                                                           uint8_t* out, size_t n_out) {
+  if (g_pagemap < 0) return ENODEV;
+  return scan(addr, addr + len, 0, kPageIsPresent | kPageIsSwapped, false, base, unit, out,
+              n_out);
+}
+
+}  // extern "C"

@@ -1,0 +1,186 @@
+"""Hashing only what can have changed (docs/recording.md, "Hashing only what can have changed").
+
+Host arrays of at least MIN_TRACKED bytes are hashed by 64 KiB chunks (the trace hash's own
+chunks, docs/trace-format.md §8), and the chunk hashes are kept while the array lives. Its whole
+pages are then write-tracked (tool/recorder/native/write_track.cpp: userfaultfd
+write-protection in asynchronous mode, read back with PAGEMAP_SCAN), so the next time the
+array is passed only the chunks holding a page written since, and the chunks at its two ends
+(pages it shares with other memory), are read again. A chunk with no page present in memory, of
+an array numpy allocated itself (private anonymous memory), is zeros and is not read: the pages
+of a fresh `np.zeros` array that nothing touched.
+
+The mechanism cannot miss a write by the CPU: every write to a tracked page, by any thread or by
+the kernel on the program's behalf, leaves the page marked written, and the kernel resolves the
+write itself (nothing waits for the recorder). Where it is unavailable (an older kernel, no
+userfaultfd permission) or BOD_RECORD_EXACT=1, every byte is hashed on every call.
+
+An array is known by its memory and by a weak reference to the array owning that memory; when
+the owner dies its pages are no longer tracked. Callers hold the recorder's lock.
+"""
+import ctypes
+import os
+import weakref
+
+import numpy as np
+
+from . import _hashing
+from ._hashing import CHUNK, STATS, array_hash, block_hashes, combine
+
+MIN_TRACKED = 1 << 20  # smaller arrays are hashed whole every time
+MAX_TRACKED = 1024     # arrays tracked at once (each may split a memory mapping in three)
+
+
+def exact_requested():
+    return os.environ.get("BOD_RECORD_EXACT", "") not in ("", "0")
+
+
+def _owner(a):
+    """The ndarray owning a's memory, or None when numpy does not own it (bytes, a mapping)."""
+    o = a
+    while isinstance(o.base, np.ndarray):
+        o = o.base
+    return o if o.base is None and o.flags.owndata else None
+
+
+def _numpy_allocated(o):
+    try:
+        return np.core.multiarray.get_handler_name(o) == "default_allocator"
+    except (AttributeError, TypeError):
+        return False
+
+
+class _Entry:
+    __slots__ = ("ref", "addr", "n", "chunks", "start", "len", "finalizer")
+
+
+class HostHashes:
+    def __init__(self):
+        self.lib = None
+        self.why = "exact hashing requested (BOD_RECORD_EXACT=1)" if exact_requested() else ""
+        if not self.why:
+            lib = _hashing._backend()
+            if lib is None:
+                self.why = "no hash library (the xxhash module has no write tracking)"
+            else:
+                try:
+                    for f in (lib.bod_wt_track, lib.bod_wt_written, lib.bod_wt_present):
+                        f.restype = ctypes.c_int
+                        f.argtypes = [ctypes.c_size_t] * 4 + [ctypes.c_void_p, ctypes.c_size_t] \
+                            if f is not lib.bod_wt_track else [ctypes.c_size_t, ctypes.c_size_t]
+                    lib.bod_wt_untrack.restype = None
+                    lib.bod_wt_untrack.argtypes = [ctypes.c_size_t, ctypes.c_size_t]
+                    lib.bod_wt_page_size.restype = ctypes.c_size_t
+                    rc = lib.bod_wt_init()
+                except AttributeError:
+                    rc = -1
+                if rc == 0:
+                    self.lib = lib
+                    self.page = int(lib.bod_wt_page_size())
+                else:
+                    self.why = "write tracking unavailable here (%s)" % (
+                        os.strerror(rc) if rc > 0 else "old hash library")
+        self.entries = {}  # (address, nbytes) -> _Entry
+        self.zero = {}     # chunk length -> hash of that many zero bytes
+
+    @property
+    def active(self):
+        return self.lib is not None
+
+    def hash(self, arr):
+        """The trace hash of an array's C-order bytes, reading only what can have changed."""
+        a = np.asarray(arr)
+        if self.lib is None or a.nbytes < MIN_TRACKED or not a.flags.c_contiguous:
+            return array_hash(a)
+        owner = _owner(a)
+        if owner is None:
+            return array_hash(a)
+        addr, n = a.__array_interface__["data"][0], int(a.nbytes)
+        e = self.entries.get((addr, n))
+        if e is not None and e.ref() is owner:
+            self.refresh(e, a)
+        else:
+            if e is not None:
+                self.drop(e)
+            if len(self.entries) >= MAX_TRACKED:
+                return array_hash(a)
+            e = self.first(a, owner, addr, n)
+        return "%016x" % combine(e.chunks)
+
+    def first(self, a, owner, addr, n):
+        """Hashes an array seen for the first time (zero chunks unread) and tracks its pages."""
+        k = -(-n // CHUNK)
+        u8 = a.reshape(-1).view(np.uint8)
+        e = _Entry()
+        e.ref, e.addr, e.n = weakref.ref(owner), addr, n
+        present = np.ones(k, np.uint8)
+        if _numpy_allocated(owner):
+            present[:] = 0
+            if self.lib.bod_wt_present(addr, n, addr, CHUNK, present.ctypes.data, k) != 0:
+                present[:] = 1
+        e.chunks = np.empty(k, np.uint64)
+        self.rehash(e, u8, present)
+        pg = self.page
+        e.start = -(-addr // pg) * pg
+        end = (addr + n) // pg * pg
+        e.len = max(0, end - e.start)
+        # Pages another tracked array covers are not tracked twice (asking one range for its
+        # written pages protects them again, which would hide the write from the other).
+        if e.len and any(o.len and o.start < e.start + e.len and e.start < o.start + o.len
+                         for o in self.entries.values()):
+            e.len = 0
+        if e.len and self.lib.bod_wt_track(e.start, e.len) != 0:
+            e.len = 0
+        self.entries[(addr, n)] = e
+        e.finalizer = weakref.finalize(owner, self._gone, (addr, n), e)
+        STATS["tracked_arrays"] = len(self.entries)
+        return e
+
+    def refresh(self, e, a):
+        """Re-hashes the chunks of a known array that can have changed since it was hashed."""
+        k = len(e.chunks)
+        dirty = np.ones(k, np.uint8)
+        if e.len:
+            dirty[:] = 0
+            if self.lib.bod_wt_written(e.start, e.len, e.addr, CHUNK, dirty.ctypes.data, k) != 0:
+                dirty[:] = 1
+            # The ends: pages shared with memory outside the array, never tracked.
+            if e.start > e.addr:
+                dirty[0] = 1
+            if e.start + e.len < e.addr + e.n:
+                dirty[(e.start + e.len - e.addr) // CHUNK:] = 1
+        STATS["bytes_skipped"] += int(e.n - min(e.n, int(dirty.sum()) * CHUNK))
+        self.rehash(e, a.reshape(-1).view(np.uint8), dirty, zero_absent=False)
+
+    def rehash(self, e, u8, which, zero_absent=True):
+        """Hashes the chunks flagged in `which` (runs of them at once); with zero_absent, the
+        others are zeros (their pages are not present)."""
+        k, n = len(e.chunks), e.n
+        i = 0
+        while i < k:
+            if not which[i]:
+                if zero_absent:
+                    ln = min(CHUNK, n - i * CHUNK)
+                    z = self.zero.get(ln)
+                    if z is None:
+                        z = self.zero[ln] = int(block_hashes(np.zeros(ln, np.uint8), CHUNK)[0])
+                        STATS["bytes_hashed"] -= ln  # not the program's bytes
+                    e.chunks[i] = z
+                    STATS["bytes_skipped"] += ln
+                i += 1
+                continue
+            j = i
+            while j < k and which[j]:
+                j += 1
+            e.chunks[i:j] = block_hashes(u8[i * CHUNK:min(n, j * CHUNK)], CHUNK)
+            i = j
+
+    def drop(self, e):
+        e.finalizer.detach()
+        self._gone((e.addr, e.n), e)
+
+    def _gone(self, key, e):
+        if self.entries.get(key) is e:
+            del self.entries[key]
+        if e.len and self.lib is not None:
+            self.lib.bod_wt_untrack(e.start, e.len)
+            e.len = 0
