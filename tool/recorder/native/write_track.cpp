@@ -56,7 +56,7 @@ int protect(uintptr_t start, size_t len) {
 int scan(uintptr_t start, uintptr_t end, uint64_t all, uint64_t anyof, bool reprotect,
          uintptr_t base, size_t unit, uint8_t* out, size_t n_out) {
   PageRegion vec[256];
-  start -= start % g_page;                      // the ioctl takes whole pages
+  start -= start % g_page;  // the ioctl takes whole pages
   end += (g_page - end % g_page) % g_page;
   while (start < end) {
     PmScanArg a{};
@@ -120,8 +120,8 @@ __attribute__((visibility("default"))) int bod_wt_init() {
   uint8_t written[4] = {0, 0, 0, 0}, present[4] = {0, 0, 0, 0};
   if (!err) {  // presence, before tracking (a tracked page never written shows as swapped)
     static_cast<volatile uint8_t*>(p)[g_page + 5] = 1;
-    err = scan(base, base + len, 0, kPageIsPresent | kPageIsSwapped, false, base, g_page, present,
-               4);
+    err =
+        scan(base, base + len, 0, kPageIsPresent | kPageIsSwapped, false, base, g_page, present, 4);
   }
   if (!err) {
     uffdio_register reg{};
@@ -179,8 +179,8 @@ __attribute__((visibility("default"))) void bod_wt_untrack(uintptr_t addr, size_
 // range [addr, addr + len) written since it was tracked or last asked, and protects those pages
 // again. 0 or an errno (then the caller must treat the whole range as written).
 __attribute__((visibility("default"))) int bod_wt_written(uintptr_t addr, size_t len,
-                                                           uintptr_t base, size_t unit,
-                                                           uint8_t* out, size_t n_out) {
+                                                          uintptr_t base, size_t unit, uint8_t* out,
+                                                          size_t n_out) {
   if (g_uffd < 0) return ENODEV;
   return scan(addr, addr + len, kPageIsWritten, 0, true, base, unit, out, n_out);
 }
@@ -189,11 +189,10 @@ __attribute__((visibility("default"))) int bod_wt_written(uintptr_t addr, size_t
 // is present or swapped out (one never touched in private anonymous memory reads as zeros). Ask
 // before tracking the range: a tracked page never written shows as swapped.
 __attribute__((visibility("default"))) int bod_wt_present(uintptr_t addr, size_t len,
-                                                           uintptr_t base, size_t unit,
-                                                           uint8_t* out, size_t n_out) {
+                                                          uintptr_t base, size_t unit, uint8_t* out,
+                                                          size_t n_out) {
   if (g_pagemap < 0) return ENODEV;
-  return scan(addr, addr + len, 0, kPageIsPresent | kPageIsSwapped, false, base, unit, out,
-              n_out);
+  return scan(addr, addr + len, 0, kPageIsPresent | kPageIsSwapped, false, base, unit, out, n_out);
 }
 
 }  // extern "C"
