@@ -202,19 +202,20 @@ class Browser : public CiFormats {
            "--user-data-dir=" +
            quote((dir_ / "profile").string()) + " ";
   }
-  std::string dom(const std::string& html) {
+  // `tail`: a query and/or #fragment the page reads (filters, a finding group).
+  std::string dom(const std::string& html, const std::string& tail = "") {
     Proc p = testing::run_shell(dir_, "timeout 120 " + chromium() + flags() +
                                           "--virtual-time-budget=10000 --dump-dom " +
-                                          quote("file://" + html));
+                                          quote("file://" + html + tail));
     EXPECT_EQ(p.code, 0) << p.err;
     return p.out;
   }
-  void screenshot(const std::string& html, const std::string& png) {
+  void screenshot(const std::string& html, const std::string& png, const std::string& tail = "") {
     fs::path out = fs::path(BOD_BUILD_DIR) / png;
     Proc p =
         testing::run_shell(dir_, "timeout 120 " + chromium() + flags() +
                                      "--window-size=1400,2200 --screenshot=" + quote(out.string()) +
-                                     " " + quote("file://" + html));
+                                     " " + quote("file://" + html + tail));
     EXPECT_EQ(p.code, 0) << p.err;
     EXPECT_GT(fs::file_size(out), 10000u);
   }
@@ -244,6 +245,56 @@ TEST_F(Browser, HtmlReportLoadsWithMapFindingsAndPlot) {
   // No request leaves the page: no http(s) URL anywhere in it.
   EXPECT_EQ(slurp(html).find("http"), std::string::npos);
   screenshot(html, "html-report-key_missing_layer.png");
+}
+
+// Every call of a finding is outlined on the map, not only its first and last; a finding group
+// (one row of the findings list, #group-N) lights every call it was seen on.
+TEST_F(Browser, EveryCallOfAFindingGroupIsOnTheMap) {
+  ASSERT_FALSE(chromium().empty())
+      << "chromium is needed (Debian: chromium; tool/setup.sh installs it)";
+  std::string html = report(fixture("bugs/key_missing_layer"), "html", "k.html");
+  json rep =
+      json::parse(bod("check " + quote(fixture("bugs/key_missing_layer")) + " --format json").out);
+  std::set<int> marked, group1;
+  for (auto& f : rep["findings"])
+    if (f["slot"].get<int>() >= 0)
+      for (auto& c : f["calls"]) marked.insert(c.get<int>());
+  auto& g1 = rep["groups"][0];
+  for (auto& m : g1["findings"])
+    for (auto& c : rep["findings"][m.get<size_t>()]["calls"]) group1.insert(c.get<int>());
+  EXPECT_GT(group1.size(), 2u);  // more than a first and a last call
+  std::string d = dom(html);
+  EXPECT_EQ(attr(d, "data-marked"), static_cast<int>(marked.size())) << d.substr(0, 2000);
+  EXPECT_EQ(attr(d, "data-highlighted"), 0);
+  std::string lit = dom(html, "#group-1");
+  EXPECT_EQ(attr(lit, "data-highlighted"), static_cast<int>(group1.size()));
+  EXPECT_NE(lit.find("data-group=\"group-1\""), std::string::npos);
+  EXPECT_NE(lit.find("class=\"finding error sel\""), std::string::npos);
+  screenshot(html, "html-report-key_missing_layer-group1.png", "#group-1");
+}
+
+// 15,000 calls stay readable: the phase and layer filters (here from the page's query) show one
+// layer's decode calls at a row height with labels; unfiltered, every call is drawn.
+TEST_F(Browser, MapOfFifteenThousandCallsFiltersByPhaseAndLayer) {
+  ASSERT_FALSE(chromium().empty())
+      << "chromium is needed (Debian: chromium; tool/setup.sh installs it)";
+  auto m = nlohmann::ordered_json::parse(slurp(fixture("models/llama32-1b-layout")));
+  m["dims"]["T"] = 460;
+  m["dims"]["SMAX"] = 468;  // S + T
+  fs::path model = dir_ / "model.json", out = dir_ / "15k.html";
+  std::ofstream(model) << m.dump();
+  Proc r = bod("lint " + quote(model.string()) + " --format html -o " + quote(out.string()));
+  ASSERT_TRUE(r.code == 0 || r.code == 1) << r.err;
+  int calls =
+      json::parse(bod("lint " + quote(model.string()) + " --format json").out)["summary"]["calls"];
+  EXPECT_GE(calls, 15000);
+  std::string all = dom(out.string());
+  EXPECT_EQ(attr(all, "data-rows"), calls);
+  EXPECT_EQ(attr(all, "data-rowpx"), 2);  // no labels at this height: hence the filters
+  std::string one = dom(out.string(), "?phase=decode&layer=3");
+  EXPECT_EQ(attr(one, "data-rows"), 2 * 460);  // rms_gemv_rope and o_gemv_ffn per token
+  EXPECT_GE(attr(one, "data-rowpx"), 8);       // labelled rows
+  screenshot(out.string(), "html-report-15k-decode-l3.png", "?phase=decode&layer=3");
 }
 
 TEST_F(Browser, RealSizePlanMapLoads) {

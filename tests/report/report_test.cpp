@@ -8,8 +8,10 @@
 #include <spdlog/spdlog.h>
 
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <string>
 
+#include "checks/trace_builder.h"
 #include "cli/commands.h"
 #include "report/formats.h"
 #include "support/scratch.h"
@@ -95,6 +97,35 @@ TEST_F(ReportTree, KeyTableHeaderNamesTheDeviceAsRecorded) {
   EXPECT_EQ(header(false, true), "bo_key first call vs later calls (backend recorded, NPU):");
   EXPECT_EQ(header(true, false),
             "bo_key first call vs later calls (backend recorded, host-emulated kernels):");
+}
+
+// The divergence plot is on a log scale of 1 - cosine with the 0.99 line: a 1 - cos of 0.0018
+// (tokens may already differ) stands well above the axis, near the line, not flat on zero.
+// Keys name their cache in the HTML too.
+TEST(ReportHtml, DivergenceOnALogScaleWithTheThresholdLine) {
+  TraceBuilder b;
+  b.kernel("proj", {"x", "w", "out"});
+  b.call("proj", "K").ns("decode").statics({1}).slot(1).tensor("w");
+  b.call("proj", "K").ns("decode").statics({1}).slot(1).tensor("w");
+  b.at(2).diverged(2, 0.9982);
+  Trace t = b.build();
+  Report r = build_report("analyze", t, false);
+  ASSERT_TRUE(apply_gate(r, GateOptions{}));
+  std::string html = render_html(r);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(html, m, std::regex("<svg id=\"divplot\"[^>]*data-scale=\"log\"")));
+  ASSERT_TRUE(std::regex_search(
+      html, m, std::regex("class=\"threshold\" data-value=\"0.01\"[^>]* y1=\"([0-9.]+)\"")));
+  double line = std::stod(m[1]);
+  ASSERT_TRUE(std::regex_search(
+      html, m,
+      std::regex("<svg id=\"divplot\"[\\s\\S]*?points=\"[0-9.]+,([0-9.]+) [0-9.]+,([0-9.]+) \"")));
+  double first = std::stod(m[1]), second = std::stod(m[2]);
+  EXPECT_DOUBLE_EQ(first, 160);  // bit-exact: on the axis
+  EXPECT_LT(second, 100);        // 1 - cos 0.0018: well above it (linear: 159.7)
+  EXPECT_GT(second, line);       // and below the 0.99 line
+  EXPECT_NE(html.find("<svg id=\"relplot\""), std::string::npos);
+  EXPECT_NE(html.find("<td class=\"l\">decode/K</td>"), std::string::npos);
 }
 
 TEST(ReportFormats, OneTableNamesRendersAndTimes) {
