@@ -5,13 +5,14 @@ namespace bod {
 unsigned trace_has(const Capabilities& c) {
   return (c.run ? kNeedRun : 0u) | (c.no_reuse ? kNeedNoReuse : 0u) |
          (c.byte_diffs ? kNeedByteDiffs : 0u) | (c.access ? kNeedAccess : 0u) |
-         (c.probe ? kNeedProbe : 0u) | (c.verify ? kNeedVerify : 0u);
+         (c.probe ? kNeedProbe : 0u) | (c.verify ? kNeedVerify : 0u) | (c.xrt ? kNeedXrt : 0u);
 }
 
 std::string need_names(unsigned needs) {
-  static const char* names[] = {"run", "no_reuse", "byte_diffs", "access", "probe", "verify"};
+  static const char* names[] = {"run",   "no_reuse", "byte_diffs", "access",
+                                "probe", "verify",   "xrt"};
   std::string s;
-  for (unsigned i = 0; i < 6; ++i)
+  for (unsigned i = 0; i < 7; ++i)
     if (needs & (1u << i)) s += (s.empty() ? "" : ", ") + std::string(names[i]);
   return s;
 }

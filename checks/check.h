@@ -19,6 +19,7 @@ enum Need : unsigned {
   kNeedAccess = 8,     // the kernel's access to each slot (reference body analysis)
   kNeedProbe = 16,     // canary probes (latent findings)
   kNeedVerify = 32,    // the end-to-end comparison
+  kNeedXrt = 64,       // a recording at the XRT boundary: the host's BO operations per run
 };
 unsigned trace_has(const Capabilities& c);  // the Need bits a trace's capabilities cover
 std::string need_names(unsigned needs);     // "run, no_reuse"

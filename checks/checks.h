@@ -25,6 +25,10 @@ BOD_DECLARE_CHECK(alias_conflict)
 BOD_DECLARE_CHECK(missed_static)
 BOD_DECLARE_CHECK(missed_intermediate)
 BOD_DECLARE_CHECK(config_error)
+BOD_DECLARE_CHECK(unsynced_write)
+BOD_DECLARE_CHECK(unsynced_read)
+BOD_DECLARE_CHECK(write_in_flight)
+BOD_DECLARE_CHECK(run_not_completed)
 #undef BOD_DECLARE_CHECK
 
 // config-error's declaration rules fire (a plan bo-doctor does not execute); the engine-raise

@@ -37,6 +37,7 @@ const std::map<std::string, std::set<std::string>> kAllowed = {
      {"core", "kernels", "model", "plan", "runtime", "engine", "trace", "runner", "checks",
       "analysis", "report"}},
     {"main", {"cli", "core"}},
+    {"xrt_preload", {}},  // a library of its own, preloaded into the user's program
 };
 
 // The layer a source file belongs to: tool/<folder>/..., checks/..., or tool/main.cpp.

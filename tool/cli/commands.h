@@ -70,10 +70,16 @@ struct RecordOptions {
   std::string target;                // module:Class.method; default every KernelCache.load_and_run
   std::string labels = "auto";       // auto: label() then heuristics; explicit: label() only
   bool force = false;                // -o may replace a file that is not a bo-doctor output
+  bool xrt = false;  // record at the XRT boundary (hand-managed BOs; record_xrt.cpp)
 };
 // Runs the program with the recorder injected, then writes the trace; exits with the program's
 // status (the summary line goes to `err`).
 CommandResult cmd_record(const RecordOptions& o);
+// `record --xrt`, after cmd_record judged the options and the output: runs the program with
+// the XRT preload library and the Python module-level wrapper, then writes the trace of its runs.
+// `spawn` runs the program with the given environment additions and returns its exit status.
+using SpawnFn = Result<int> (*)(const RecordOptions& o, const std::vector<std::string>& extra_env);
+CommandResult cmd_record_xrt(const RecordOptions& o, const std::string& out, SpawnFn spawn);
 
 // Parses argv and runs the command; the whole CLI, minus process concerns.
 CommandResult run_cli(int argc, char** argv);

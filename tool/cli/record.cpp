@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -54,8 +55,9 @@ std::string hash_library() {
 }
 
 // The child's environment: ours plus the recorder's variables (BOD_RECORD_EXACT passes through:
-// docs/recording.md).
-std::vector<std::string> child_env(const RecordOptions& o, const std::string& spool) {
+// docs/recording.md); `extra` (record --xrt) replaces the recorder's variables.
+std::vector<std::string> child_env(const RecordOptions& o, const std::string& spool,
+                                   const std::vector<std::string>& extra = {}) {
   std::vector<std::string> env;
   std::string pythonpath = recorder_dir();
   for (char** e = environ; *e; ++e) {
@@ -67,6 +69,14 @@ std::vector<std::string> child_env(const RecordOptions& o, const std::string& sp
     if (kv.rfind("BOD_RECORD_", 0) == 0 && kv.rfind("BOD_RECORD_EXACT=", 0) != 0) continue;
     env.push_back(kv);
   }
+  if (!extra.empty()) {  // record --xrt: its own variables (record_xrt.cpp), no spool
+    for (auto& e : env)
+      for (auto& x : extra)
+        if (e.substr(0, e.find('=') + 1) == x.substr(0, x.find('=') + 1)) e.clear();
+    env.erase(std::remove(env.begin(), env.end(), std::string()), env.end());
+    env.insert(env.end(), extra.begin(), extra.end());
+    return env;
+  }
   env.push_back("PYTHONPATH=" + pythonpath);
   env.push_back("BOD_RECORD_SPOOL=" + spool);
   env.push_back("BOD_RECORD_HASHLIB=" + hash_library());
@@ -77,8 +87,9 @@ std::vector<std::string> child_env(const RecordOptions& o, const std::string& sp
 }
 
 // Runs the command; returns its exit code (128 + signal when killed), or an error.
-Result<int> run_child(const RecordOptions& o, const std::string& spool) {
-  std::vector<std::string> env = child_env(o, spool);
+Result<int> run_child(const RecordOptions& o, const std::string& spool,
+                      const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> env = child_env(o, spool, extra);
   std::vector<char*> argv, envp;
   for (auto& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -163,6 +174,10 @@ CommandResult cmd_record(const RecordOptions& o) {
         if (auto st = not_input("-o", out, o.command[i]); !st) return fail(st.error());
     if (auto st = may_replace("-o", out, o.force); !st) return fail(st.error());
   }
+  if (o.xrt)
+    return cmd_record_xrt(o, out, [](const RecordOptions& ro, const std::vector<std::string>& e) {
+      return run_child(ro, "", e);
+    });
   fs::path dir = fs::absolute(out).parent_path();
   std::string spool =
       (dir / (fs::path(out).filename().string() + ".spool." + std::to_string(getpid()))).string();

@@ -206,13 +206,17 @@ CommandResult run_cli(int argc, char** argv) {
                    "also run every call on fresh BOs with every slot written, and compare outputs");
   record->add_option("--target", ro.target,
                      "module:Class.method to wrap (default: every KernelCache.load_and_run)");
+  record->add_flag("--xrt", ro.xrt,
+                   "record at the XRT API boundary: engines that manage their BOs by hand "
+                   "(C++ xrt::bo/xrt::run, pyxrt); docs/recording.md");
   record->add_option("--labels", ro.labels,
                      "auto (bo_doctor.label, else heuristics) or explicit (label() only)");
   record->add_option("COMMAND", ro.command, "the program and its arguments, after --")->required();
   record->footer(
       footer(kRecordCodes,
              "  bo-doctor record -- python3 run.py\n"
-             "  bo-doctor record --shadow -o run.trace.jsonl -- python3 run.py --tokens 4\n"));
+             "  bo-doctor record --shadow -o run.trace.jsonl -- python3 run.py --tokens 4\n"
+             "  bo-doctor record --xrt -o run.trace.jsonl -- ./host_program args\n"));
 
   std::string list_format = "text";
   auto* list = app.add_subcommand("list-checks", "list every check id");

@@ -12,6 +12,7 @@
 
 #include "core/dtype.h"
 #include "core/placement.h"
+#include "trace/trace_xrt.h"
 
 namespace bod {
 
@@ -26,6 +27,7 @@ struct Capabilities {
   bool access = false;      // per slot: does the kernel read it before writing, overwrite it
   bool probe = false;       // canary probes of (some) slots
   bool verify = false;      // end-to-end comparison of the two dataflows
+  bool xrt = false;         // recorded at the XRT boundary: per slot the host's BO operations
 };
 
 struct KernelSlotInfo {
@@ -121,6 +123,7 @@ struct TraceSlot {
   // reuse BO's pre-dispatch bytes (never written by the kernel). 0 when the hashes agree.
   size_t diff_bytes = 0, stale_diff_bytes = 0;
   ProbeResult probe;  // caps.probe
+  XrtSlot xrt;        // caps.xrt (trace_xrt.h)
 };
 
 // One output slot compared between the engines (caps.no_reuse).
@@ -153,6 +156,7 @@ struct TraceCall {
   size_t h2d_reuse = 0, h2d_noreuse = 0;
   int writes_reuse = 0, writes_noreuse = 0;
   std::vector<OutputMetrics> outputs_cmp;  // caps.no_reuse
+  XrtRun xrt;                              // caps.xrt
 
   bool first_of_key() const { return key_first_call == number; }
   bool is_static(int s) const;

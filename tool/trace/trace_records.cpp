@@ -8,8 +8,8 @@
 namespace bod::trace_json {
 
 const char* gate_name(Gate g) {
-  static const char* const names[] = {"",       "run",   "no_reuse", "byte_diffs",
-                                      "access", "probe", "verify",   "timings"};
+  static const char* const names[] = {"",      "run",    "no_reuse", "byte_diffs", "access",
+                                      "probe", "verify", "timings",  "xrt"};
   return names[static_cast<int>(g)];
 }
 
@@ -31,6 +31,8 @@ bool gate_open(Gate g, const Capabilities& caps, bool timings) {
       return caps.verify;
     case Gate::timings:
       return timings;
+    case Gate::xrt:
+      return caps.xrt;
   }
   return false;
 }
@@ -49,6 +51,9 @@ Status kernel_slots_limit(Cursor& c, const rjson& v, KernelInfo&, ReadCtx& st) {
   return slot_limit(c, v, st, "kernel");
 }
 Status unique_kernels(Cursor& c, const rjson&, TraceHeader& h, ReadCtx&);
+bool xrt_recorded(const Capabilities& c) {
+  return c.xrt;
+}
 bool made_up_names(const TraceHeader& h) {
   return !h.named_bindings;
 }
@@ -128,6 +133,10 @@ const Record<Capabilities>& caps_record() {
                                      "per slot: read before written, overwritten, written"),
               f<R, &R::probe, Bool>("probe", "canary probes of (some) slots"),
               f<R, &R::verify, Bool>("verify", "end-to-end comparison of the two dataflows"),
+              f<R, &R::xrt, Bool>("xrt",
+                                  "recorded at the XRT boundary (hand-managed BOs); written only "
+                                  "when true",
+                                  Gate::none, Presence::optional, xrt_recorded),
           },
           &caps_need}
           .keyed();

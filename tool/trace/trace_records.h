@@ -17,7 +17,7 @@
 namespace bod::trace_json {
 
 // What a field depends on: a capability the header declares, or measured times.
-enum class Gate : uint8_t { none, run, no_reuse, byte_diffs, access, probe, verify, timings };
+enum class Gate : uint8_t { none, run, no_reuse, byte_diffs, access, probe, verify, timings, xrt };
 const char* gate_name(Gate g);  // "run", ... ("" for none)
 
 enum class Presence : uint8_t {
@@ -143,6 +143,9 @@ const Record<BodyAccess>& access_record();
 const Record<ProbeResult>& probe_record();
 const Record<OutputMetrics>& output_record();
 const Record<FiguresLine>& seconds_record();
+const Record<XrtSlot>& xrt_slot_record();  // trace_records_xrt.cpp
+const Record<HostOp>& host_op_record();
+const Record<XrtRun>& xrt_run_record();
 
 // The tables without their types, for the schema and documentation printers.
 struct FieldInfo {

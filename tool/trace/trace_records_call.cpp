@@ -246,6 +246,8 @@ const Record<TraceSlot>& slot_record() {
               "diff", "[bytes that differ after dispatch, of which stale]", Gate::byte_diffs),
           obj<R, &R::probe, ProbeResult, probe_record>("probe", "only on probed slots", Gate::probe,
                                                        Presence::optional, probed),
+          obj<R, &R::xrt, XrtSlot, xrt_slot_record>(
+              "xrt", "the host's operations on the slot's BO around the run", Gate::xrt),
       }}.keyed();
   return r;
 }
@@ -314,6 +316,8 @@ const Record<TraceCall>& call_record() {
                   "thread",
                   "the thread that made the call, in order of first call; written when not 0",
                   Gate::none, Presence::optional, on_another_thread),
+              obj<R, &R::xrt, XrtRun, xrt_run_record>("xrt", "the run: its number and state",
+                                                      Gate::xrt),
           },
           &name_slots}
           .keyed();

@@ -170,7 +170,8 @@ std::vector<RecordInfo> all_records() {
           info(header_verify_record()), info(verify_spec_record()), info(labels_record()),
           info(slot_record()),          info(host_record()),        info(bo_record()),
           info(access_record()),        info(probe_record()),       info(output_record()),
-          info(seconds_record())};
+          info(seconds_record()),       info(xrt_slot_record()),    info(host_op_record()),
+          info(xrt_run_record())};
 }
 
 ojson shared_defs() {

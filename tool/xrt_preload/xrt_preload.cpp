@@ -1,0 +1,391 @@
+// libbod_xrt_preload.so: `bo-doctor record --xrt` puts it in LD_PRELOAD so a host program's
+// calls into libxrt_coreutil's xrt::bo, xrt::kernel and xrt::run land here first. Each hook
+// forwards to the real function (dlsym(RTLD_NEXT, its mangled name)) with the same arguments and
+// returns what it returned (exceptions pass through untouched), and appends one event line
+// (JSON) to the file named by BOD_XRT_LOG. The program, the library and the device see exactly
+// the calls the program made: the hooks never sync, write or flush a BO. Host memory a program
+// writes through map() is found by comparing the mapped bytes with a private copy taken at the
+// previous look (at each write, read, sync of that BO and at each run start that binds it); the
+// copy is this library's own memory. The event format is docs/recording.md, "Hand-managed BOs".
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <xrt/xrt_bo.h>
+#include <xrt/xrt_kernel.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace {
+
+// The real function behind a mangled name; aborts with one line when the library lacks it
+// (an XRT without this symbol cannot have called into this hook either).
+void* real(const char* mangled) {
+  void* p = dlsym(RTLD_NEXT, mangled);
+  if (!p) {
+    std::fprintf(stderr, "bo-doctor xrt preload: libxrt_coreutil has no %s\n", mangled);
+    std::abort();
+  }
+  return p;
+}
+#define BOD_REAL(type, mangled)                               \
+  static const auto fn = reinterpret_cast<type>(real(mangled)); \
+  (void)0
+
+using Range = std::pair<uint64_t, uint64_t>;  // offset, length
+
+struct BoState {
+  long long id = 0;
+  uint64_t size = 0;
+  const uint8_t* map = nullptr;  // what map() returned to the program (null: never mapped)
+  std::vector<uint8_t> seen;     // the mapped bytes at the last look
+};
+
+struct RunState {
+  long long kernel = 0;
+  std::map<int, std::string> args;  // arg index -> JSON value ({"bo":N} or {"v":...})
+  long long run = 0;                // the number of its last start
+};
+
+struct Log {
+  std::mutex mu;
+  int fd = -1;
+  bool opened = false;
+  long long next_bo = 1, next_run = 1, next_kernel = 1;
+  std::map<const void*, BoState> bos;        // bo_impl* -> state
+  std::map<long long, BoState*> by_id;       // id -> state (the live ones)
+  std::map<const void*, long long> kernels;  // kernel_impl* -> id
+  std::map<const void*, RunState> runs;      // run_impl* -> args
+
+  // Appends one line; the first call opens this process's file in the folder BOD_XRT_LOG names,
+  // "<start time ns>-<pid>.jsonl" (no variable: nothing is logged).
+  void line(const std::string& s) {
+    if (!opened) {
+      opened = true;
+      const char* p = std::getenv("BOD_XRT_LOG");
+      if (p && *p) {
+        timespec ts{};
+        clock_gettime(CLOCK_REALTIME, &ts);
+        char name[64];
+        std::snprintf(name, sizeof name, "/%020lld-%d.jsonl",
+                      static_cast<long long>(ts.tv_sec) * 1000000000LL + ts.tv_nsec,
+                      static_cast<int>(getpid()));
+        fd = ::open((std::string(p) + name).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+                    0644);
+      }
+      if (fd >= 0) {
+        const char* mode = std::getenv("XCL_EMULATION_MODE");
+        std::string head = "{\"e\":\"open\",\"producer\":\"xrt-preload\",\"pid\":" +
+                           std::to_string(getpid()) + ",\"device\":\"" +
+                           (mode && std::string(mode) == "noop" ? "noop" : "") + "\"}\n";
+        (void)!::write(fd, head.data(), head.size());
+      }
+    }
+    if (fd < 0) return;
+    std::string l = s + "\n";
+    (void)!::write(fd, l.data(), l.size());
+  }
+};
+
+Log& log() {
+  static Log* l = new Log;  // never destroyed: hooks may run during static destruction
+  return *l;
+}
+
+thread_local int depth = 0;  // > 0 inside a hook: a nested XRT call is the library's own
+struct Guard {
+  bool outer;
+  Guard() : outer(depth++ == 0) {}
+  ~Guard() { --depth; }
+};
+
+std::string ranges_json(const std::vector<Range>& r) {
+  std::string s = "[";
+  for (size_t i = 0; i < r.size(); ++i)
+    s += (i ? ",[" : "[") + std::to_string(r[i].first) + "," + std::to_string(r[i].second) + "]";
+  return s + "]";
+}
+
+// The byte ranges where `now` differs from `seen` in [off, off + len), compared 4 KiB at a time
+// (equal blocks cost one memcmp); changes less than 16 bytes apart make one range (an element
+// whose high bytes kept their value is not cut in two); at most 1024 ranges, the last one then
+// covering the rest.
+std::vector<Range> diff(const uint8_t* now, const uint8_t* seen, uint64_t off, uint64_t len) {
+  std::vector<Range> r;
+  constexpr uint64_t kBlock = 4096, kGap = 16;
+  for (uint64_t b = off; b < off + len; b += kBlock) {
+    uint64_t n = std::min(kBlock, off + len - b);
+    if (std::memcmp(now + b, seen + b, n) == 0) continue;
+    for (uint64_t i = b; i < b + n; ++i) {
+      if (now[i] == seen[i]) continue;
+      if (!r.empty() && i - (r.back().first + r.back().second) < kGap)
+        r.back().second = i + 1 - r.back().first;
+      else if (r.size() < 1024)
+        r.push_back({i, 1});
+      else
+        r.back().second = i + 1 - r.back().first;
+    }
+  }
+  return r;
+}
+
+// Compares the mapped bytes of a BO with the last look and logs the changes (mu held).
+void look(Log& L, BoState& b, uint64_t off = 0, uint64_t len = UINT64_MAX) {
+  if (!b.map || b.size == 0) return;
+  if (off > b.size) return;
+  len = std::min(len, b.size - off);
+  auto r = diff(b.map, b.seen.data(), off, len);
+  if (r.empty()) return;
+  for (auto& x : r) std::memcpy(b.seen.data() + x.first, b.map + x.first, x.second);
+  L.line("{\"e\":\"host\",\"bo\":" + std::to_string(b.id) + ",\"how\":\"map\",\"r\":" +
+         ranges_json(r) + "}");
+}
+
+// The state of a BO by its implementation; one made elsewhere (not through a hooked
+// constructor) gets its id here.
+BoState& bo_of(Log& L, const xrt::bo& bo) {
+  const void* impl = bo.get_handle().get();
+  auto it = L.bos.find(impl);
+  if (it != L.bos.end()) return it->second;
+  BoState& b = L.bos[impl];
+  b.id = L.next_bo++;
+  b.size = impl ? bo.size() : 0;
+  L.by_id[b.id] = &b;
+  L.line("{\"e\":\"bo\",\"bo\":" + std::to_string(b.id) + ",\"size\":" + std::to_string(b.size) +
+         ",\"group\":-1,\"flags\":0,\"parent\":0,\"offset\":0}");
+  return b;
+}
+
+// A constructor finished: a new BO (a reused implementation address is a new BO).
+void new_bo(const xrt::bo* self, unsigned group, unsigned flags, long long parent, uint64_t off) {
+  Log& L = log();
+  std::lock_guard<std::mutex> g(L.mu);
+  const void* impl = self->get_handle().get();
+  BoState b;
+  b.id = L.next_bo++;
+  b.size = impl ? self->size() : 0;
+  BoState& at = L.bos[impl];
+  if (at.id) L.by_id.erase(at.id);
+  at = std::move(b);
+  L.by_id[at.id] = &at;
+  L.line("{\"e\":\"bo\",\"bo\":" + std::to_string(at.id) + ",\"size\":" + std::to_string(at.size) +
+         ",\"group\":" + std::to_string(group) + ",\"flags\":" + std::to_string(flags) +
+         ",\"parent\":" + std::to_string(parent) + ",\"offset\":" + std::to_string(off) + "}");
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// xrt::bo
+
+xrt::bo::bo(xclDeviceHandle dhdl, size_t size, bo::flags flags, memory_group grp) {
+  Guard g;
+  BOD_REAL(void (*)(bo*, xclDeviceHandle, size_t, bo::flags, memory_group),
+           "_ZN3xrt2boC1EPvmNS0_5flagsEj");
+  fn(this, dhdl, size, flags, grp);
+  if (g.outer) new_bo(this, grp, static_cast<unsigned>(flags), 0, 0);
+}
+
+xrt::bo::bo(xclDeviceHandle dhdl, void* userptr, size_t size, bo::flags flags, memory_group grp) {
+  Guard g;
+  BOD_REAL(void (*)(bo*, xclDeviceHandle, void*, size_t, bo::flags, memory_group),
+           "_ZN3xrt2boC1EPvS1_mNS0_5flagsEj");
+  fn(this, dhdl, userptr, size, flags, grp);
+  if (g.outer) new_bo(this, grp, static_cast<unsigned>(flags), 0, 0);
+}
+
+xrt::bo::bo(const bo& parent, size_t size, size_t offset) {
+  Guard g;
+  BOD_REAL(void (*)(bo*, const bo&, size_t, size_t), "_ZN3xrt2boC1ERKS0_mm");
+  fn(this, parent, size, offset);
+  if (!g.outer) return;
+  long long pid = 0;
+  {
+    Log& L = log();
+    std::lock_guard<std::mutex> l(L.mu);
+    pid = bo_of(L, parent).id;
+  }
+  new_bo(this, 0, 0, pid, offset);
+}
+
+void* xrt::bo::map() {
+  Guard g;
+  BOD_REAL(void* (*)(bo*), "_ZN3xrt2bo3mapEv");
+  void* p = fn(this);
+  if (!g.outer || !p) return p;
+  Log& L = log();
+  std::lock_guard<std::mutex> l(L.mu);
+  BoState& b = bo_of(L, *this);
+  if (!b.map) {
+    b.map = static_cast<const uint8_t*>(p);
+    b.seen.assign(b.map, b.map + b.size);
+  }
+  L.line("{\"e\":\"map\",\"bo\":" + std::to_string(b.id) + "}");
+  return p;
+}
+
+void xrt::bo::write(const void* src, size_t size, size_t seek) {
+  Guard g;
+  BOD_REAL(void (*)(bo*, const void*, size_t, size_t), "_ZN3xrt2bo5writeEPKvmm");
+  if (!g.outer) return fn(this, src, size, seek);
+  Log& L = log();
+  {
+    std::lock_guard<std::mutex> l(L.mu);
+    look(L, bo_of(L, *this));
+  }
+  fn(this, src, size, seek);
+  std::lock_guard<std::mutex> l(L.mu);
+  BoState& b = bo_of(L, *this);
+  if (b.map && seek < b.size)
+    std::memcpy(b.seen.data() + seek, b.map + seek, std::min<uint64_t>(size, b.size - seek));
+  L.line("{\"e\":\"host\",\"bo\":" + std::to_string(b.id) + ",\"how\":\"write\",\"r\":[[" +
+         std::to_string(seek) + "," + std::to_string(size) + "]]}");
+}
+
+void xrt::bo::read(void* dst, size_t size, size_t skip) {
+  Guard g;
+  BOD_REAL(void (*)(bo*, void*, size_t, size_t), "_ZN3xrt2bo4readEPvmm");
+  if (!g.outer) return fn(this, dst, size, skip);
+  Log& L = log();
+  {
+    std::lock_guard<std::mutex> l(L.mu);
+    BoState& b = bo_of(L, *this);
+    look(L, b);
+    L.line("{\"e\":\"read\",\"bo\":" + std::to_string(b.id) + ",\"off\":" + std::to_string(skip) +
+           ",\"len\":" + std::to_string(size) + "}");
+  }
+  fn(this, dst, size, skip);
+}
+
+void xrt::bo::sync(xclBOSyncDirection dir, size_t size, size_t offset) {
+  Guard g;
+  BOD_REAL(void (*)(bo*, xclBOSyncDirection, size_t, size_t),
+           "_ZN3xrt2bo4syncE18xclBOSyncDirectionmm");
+  if (!g.outer) return fn(this, dir, size, offset);
+  Log& L = log();
+  const bool to = dir == XCL_BO_SYNC_BO_TO_DEVICE;
+  long long id = 0;
+  {
+    std::lock_guard<std::mutex> l(L.mu);
+    BoState& b = bo_of(L, *this);
+    look(L, b);
+    id = b.id;
+  }
+  fn(this, dir, size, offset);
+  std::lock_guard<std::mutex> l(L.mu);
+  BoState& b = bo_of(L, *this);
+  std::string changed;
+  if (!to && b.map) {
+    // What the device sent: bytes that differ from the host's are the device's changes.
+    auto r = offset < b.size ? diff(b.map, b.seen.data(), offset,
+                                    std::min<uint64_t>(size, b.size - offset))
+                             : std::vector<Range>{};
+    for (auto& x : r) std::memcpy(b.seen.data() + x.first, b.map + x.first, x.second);
+    changed = ",\"changed\":" + ranges_json(r);
+  }
+  L.line("{\"e\":\"sync\",\"bo\":" + std::to_string(id) + ",\"dir\":\"" + (to ? "to" : "from") +
+         "\",\"off\":" + std::to_string(offset) + ",\"len\":" + std::to_string(size) + changed +
+         "}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// xrt::kernel, xrt::run (the kernel call operator is inline: run(kernel), set_arg..., start)
+
+xrt::kernel::kernel(const xrt::device& device, const xrt::uuid& xclbin_id, const std::string& name,
+                    cu_access_mode mode) {
+  Guard g;
+  BOD_REAL(void (*)(kernel*, const xrt::device&, const xrt::uuid&, const std::string&,
+                    cu_access_mode),
+           "_ZN3xrt6kernelC1ERKNS_6deviceERKNS_4uuidERKNSt7__cxx1112basic_stringIcSt11char_"
+           "traitsIcESaIcEEENS0_14cu_access_modeE");
+  fn(this, device, xclbin_id, name, mode);
+  if (!g.outer) return;
+  Log& L = log();
+  std::lock_guard<std::mutex> l(L.mu);
+  long long id = L.next_kernel++;
+  L.kernels[get_handle().get()] = id;
+  std::string n;
+  for (char c : name)
+    if (c != '"' && c != '\\' && static_cast<unsigned char>(c) >= 0x20) n += c;
+  L.line("{\"e\":\"kernel\",\"k\":" + std::to_string(id) + ",\"name\":\"" + n + "\"}");
+}
+
+xrt::run::run(const kernel& krnl) {
+  Guard g;
+  BOD_REAL(void (*)(run*, const kernel&), "_ZN3xrt3runC1ERKNS_6kernelE");
+  fn(this, krnl);
+  if (!g.outer) return;
+  Log& L = log();
+  std::lock_guard<std::mutex> l(L.mu);
+  auto k = L.kernels.find(krnl.get_handle().get());
+  RunState& r = L.runs[get_handle().get()];
+  r = RunState{};
+  r.kernel = k == L.kernels.end() ? 0 : k->second;
+}
+
+void xrt::run::set_arg_at_index(int index, const void* value, size_t bytes) {
+  Guard g;
+  BOD_REAL(void (*)(run*, int, const void*, size_t), "_ZN3xrt3run16set_arg_at_indexEiPKvm");
+  fn(this, index, value, bytes);
+  if (!g.outer) return;
+  uint64_t v = 0;
+  std::memcpy(&v, value, std::min<size_t>(bytes, sizeof v));
+  Log& L = log();
+  std::lock_guard<std::mutex> l(L.mu);
+  L.runs[get_handle().get()].args[index] = "{\"v\":" + std::to_string(v) + "}";
+}
+
+void xrt::run::set_arg_at_index(int index, const xrt::bo& bo) {
+  Guard g;
+  BOD_REAL(void (*)(run*, int, const xrt::bo&), "_ZN3xrt3run16set_arg_at_indexEiRKNS_2boE");
+  fn(this, index, bo);
+  if (!g.outer) return;
+  Log& L = log();
+  std::lock_guard<std::mutex> l(L.mu);
+  L.runs[get_handle().get()].args[index] = "{\"bo\":" + std::to_string(bo_of(L, bo).id) + "}";
+}
+
+void xrt::run::start() {
+  Guard g;
+  BOD_REAL(void (*)(run*), "_ZN3xrt3run5startEv");
+  if (g.outer) {
+    Log& L = log();
+    std::lock_guard<std::mutex> l(L.mu);
+    RunState& r = L.runs[get_handle().get()];
+    r.run = L.next_run++;
+    std::string args = "[";
+    for (auto& [i, v] : r.args) {
+      args += (args.size() > 1 ? "," : "") + v.substr(0, v.size() - 1) + ",\"i\":" +
+              std::to_string(i) + "}";
+      auto p = v.find("\"bo\":");
+      if (p == std::string::npos) continue;
+      auto b = L.by_id.find(std::atoll(v.c_str() + p + 5));
+      if (b != L.by_id.end()) look(L, *b->second);
+    }
+    L.line("{\"e\":\"start\",\"run\":" + std::to_string(r.run) +
+           ",\"k\":" + std::to_string(r.kernel) + ",\"args\":" + args + "]}");
+  }
+  fn(this);
+}
+
+ert_cmd_state xrt::run::wait(const std::chrono::milliseconds& timeout) const {
+  Guard g;
+  BOD_REAL(ert_cmd_state (*)(const run*, const std::chrono::milliseconds&),
+           "_ZNK3xrt3run4waitERKNSt6chrono8durationIlSt5ratioILl1ELl1000EEEE");
+  ert_cmd_state s = fn(this, timeout);
+  if (!g.outer) return s;
+  Log& L = log();
+  std::lock_guard<std::mutex> l(L.mu);
+  auto it = L.runs.find(get_handle().get());
+  L.line("{\"e\":\"wait\",\"run\":" + std::to_string(it == L.runs.end() ? 0 : it->second.run) +
+         ",\"state\":" + std::to_string(static_cast<int>(s)) + "}");
+  return s;
+}
