@@ -46,10 +46,14 @@ std::vector<CoverageGap> coverage_gaps(const Trace& t) {
     unsigned missing = e.info->needs & ~has;
     // The checks of hand-managed BOs judge a recording at the XRT boundary; on other traces
     // the syncs are the engine's own (bo-doctor's, KernelCache's): not a gap to report.
-    if (missing == kNeedXrt) continue;
+    if (!check_applies(*e.info, t.header.caps)) continue;
     if (missing) gaps.push_back({e.info->id, e.info->identity_part, need_names(missing)});
   }
   return gaps;
+}
+
+bool check_applies(const CheckInfo& info, const Capabilities& caps) {
+  return !(info.needs & kNeedXrt) || caps.xrt;
 }
 
 void run_checks(const Trace& t, FindingSink& sink) {

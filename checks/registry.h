@@ -25,6 +25,11 @@ struct CoverageGap {
 // The checks a trace cannot (fully) feed; empty when it carries everything they need.
 std::vector<CoverageGap> coverage_gaps(const Trace& t);
 
+// False for a check of hand-managed BOs (needs xrt) on a trace that is not a recording at the
+// XRT boundary: there the engine syncs by itself, the check has nothing to judge, and it is
+// neither a gap nor a pass (reports leave it out).
+bool check_applies(const CheckInfo& info, const Capabilities& caps);
+
 // Runs every check on the trace, in registry order.
 void run_checks(const Trace& t, FindingSink& sink);
 

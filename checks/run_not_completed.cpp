@@ -42,14 +42,12 @@ void run_run_not_completed(const Trace& t, FindingSink& sink) {
       Finding f = make_finding(kInfo, c, s.slot, c.key_first_call);
       if (early) {
         f.message = xrt_op_text(*early) + " of " + xrt_bo_name(s) + " before " + xrt_run_name(c) +
-                    " was waited for" +
-                    (c.xrt.state.empty() ? " (it never was)" : "");
+                    " was waited for" + (c.xrt.state.empty() ? " (it never was)" : "");
         f.evidence.push_back({"host operation", xrt_op_text(*early)});
       } else {
         f.message = "wait() of " + xrt_run_name(c) + " returned " + c.xrt.state + ", and " +
                     xrt_bo_name(s) + " was read back anyway";
-        f.evidence.push_back(
-            {"read back", range_text(range_union(s.xrt.read, s.xrt.synced_from))});
+        f.evidence.push_back({"read back", range_text(range_union(s.xrt.read, s.xrt.synced_from))});
       }
       f.evidence.push_back({"run state", c.xrt.state.empty() ? "never waited for" : c.xrt.state});
       sink.add(std::move(f));

@@ -35,8 +35,8 @@ void run_write_in_flight(const Trace& t, FindingSink& sink) {
         f.message = xrt_op_text(op) + " of " + xrt_bo_name(s) + " while " + xrt_run_name(c) +
                     ", which binds it, was started and not yet waited for";
         f.evidence.push_back({"host operation", xrt_op_text(op)});
-        f.evidence.push_back(
-            {"run state", c.xrt.state.empty() ? "never waited for" : "waited later: " + c.xrt.state});
+        f.evidence.push_back({"run state", c.xrt.state.empty() ? "never waited for"
+                                                               : "waited later: " + c.xrt.state});
         sink.add(std::move(f));
         break;  // one finding per slot and run
       }

@@ -12,8 +12,8 @@ namespace bod {
 namespace {
 
 Trace load(const std::string& name) {
-  auto t = read_trace(std::string(BOD_FIXTURES_DIR) + "/../tests/data/xrt/" + name +
-                      ".trace.jsonl");
+  auto t =
+      read_trace(std::string(BOD_FIXTURES_DIR) + "/../tests/data/xrt/" + name + ".trace.jsonl");
   EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.error().line());
   return t.ok() ? std::move(t.value()) : Trace{};
 }

@@ -61,12 +61,12 @@ CommandResult cmd_record_xrt(const RecordOptions& o, const std::string& out, Spa
                       "applies to KernelCache recordings, not to --xrt", Exit::bad_input});
   std::string preload = preload_path();
   if (!preload.empty() && !fs::exists(preload))
-    return fail(Error{preload, "the XRT preload library is missing; rebuild bo-doctor or set "
-                               "BOD_XRT_PRELOAD to libbod_xrt_preload.so",
+    return fail(Error{preload,
+                      "the XRT preload library is missing; rebuild bo-doctor or set "
+                      "BOD_XRT_PRELOAD to libbod_xrt_preload.so",
                       Exit::bad_input});
-  fs::path logs =
-      fs::absolute(out).parent_path() / (fs::path(out).filename().string() + ".xrtlog." +
-                                         std::to_string(getpid()));
+  fs::path logs = fs::absolute(out).parent_path() /
+                  (fs::path(out).filename().string() + ".xrtlog." + std::to_string(getpid()));
   std::error_code ec;
   fs::remove_all(logs, ec);
   if (!fs::create_directory(logs, ec))

@@ -92,6 +92,7 @@ std::string render_junit(const Report& r) {
   std::ostringstream body;
   int total = 0, total_fail = 0, total_skip = 0;
   for (auto* info : checks) {
+    if (r.trace && !check_applies(*info, r.trace->header.caps)) continue;  // nothing to judge
     std::vector<Case> cases;
     std::map<std::string, size_t> by_key;
     bool gate_only = info == &unused_suppression_info();

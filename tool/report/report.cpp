@@ -117,7 +117,8 @@ Report build_report(const std::string& command, const Trace& t, bool timings,
         break;
       }
   r.gaps = coverage_gaps(t);
-  r.coverage.checks = static_cast<int>(check_registry().size());
+  r.coverage.checks = 0;
+  for (auto& e : check_registry()) r.coverage.checks += check_applies(*e.info, t.header.caps);
   r.coverage.ran = r.coverage.checks - static_cast<int>(r.gaps.size());
   r.coverage.no_reuse = t.header.caps.no_reuse;
   r.coverage.finished = t.finished;

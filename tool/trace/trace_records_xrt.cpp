@@ -174,8 +174,9 @@ const Record<XrtSlot>& xrt_slot_record() {
               "in_flight", "host operations while the run was started and not waited for",
               Gate::none, Presence::optional, is_bo),
           f<R, &R::synced_from, Ranges>(
-              "synced_from", "after the run, until the BO's next run: ranges synced from the device",
-              Gate::none, Presence::optional, is_bo),
+              "synced_from",
+              "after the run, until the BO's next run: ranges synced from the device", Gate::none,
+              Presence::optional, is_bo),
           f<R, &R::device_changed, Ranges>(
               "device_changed", "of those, bytes that came back other than the host had them",
               Gate::none, Presence::optional, is_bo),

@@ -32,17 +32,17 @@ struct HostOp {
 };
 
 struct XrtSlot {
-  bool is_bo = false;      // a BO argument; otherwise a scalar (value)
-  long long bo = 0;        // the BO's id (1, 2, ... in order of creation)
-  uint64_t bo_bytes = 0;   // its size
-  long long group = -1;    // its memory group (-1: unknown)
-  uint64_t value = 0;      // a scalar argument's value (its first 8 bytes)
-  ByteRanges changed;      // bytes the host changed since the BO's previous run
-  ByteRanges synced_to;    // ranges synced to the device since then
-  ByteRanges unsynced;     // at start: host bytes changed after their last sync to the device
-  HostOp unsynced_by;      // the last host change inside them
+  bool is_bo = false;     // a BO argument; otherwise a scalar (value)
+  long long bo = 0;       // the BO's id (1, 2, ... in order of creation)
+  uint64_t bo_bytes = 0;  // its size
+  long long group = -1;   // its memory group (-1: unknown)
+  uint64_t value = 0;     // a scalar argument's value (its first 8 bytes)
+  ByteRanges changed;     // bytes the host changed since the BO's previous run
+  ByteRanges synced_to;   // ranges synced to the device since then
+  ByteRanges unsynced;    // at start: host bytes changed after their last sync to the device
+  HostOp unsynced_by;     // the last host change inside them
   std::vector<HostOp> in_flight;  // host operations while the run was started, not waited for
-  ByteRanges synced_from;  // after the run: ranges synced from the device (until its next run)
+  ByteRanges synced_from;     // after the run: ranges synced from the device (until its next run)
   ByteRanges device_changed;  // of those, bytes that came back other than the host had them
   ByteRanges read;            // after the run: ranges the host read (bo.read, a view of map())
   ByteRanges unsynced_read;   // of those, bytes no sync from the device covered after the run
@@ -50,9 +50,9 @@ struct XrtSlot {
 };
 
 struct XrtRun {
-  long long run = 0;   // the recorder's run number
-  std::string state;   // after wait: "completed", "timeout", "error", "abort", ...; "" never waited
-  std::string at;      // where the run was started (file:line), when known
+  long long run = 0;  // the recorder's run number
+  std::string state;  // after wait: "completed", "timeout", "error", "abort", ...; "" never waited
+  std::string at;     // where the run was started (file:line), when known
 };
 
 }  // namespace bod

@@ -18,16 +18,26 @@ constexpr size_t kKeptHostOps = 64;  // per BO: the latest host changes, to name
 
 const char* state_name(long long s) {
   switch (s) {
-    case 1: return "new";
-    case 2: return "queued";
-    case 3: return "running";
-    case 4: return "completed";
-    case 5: return "error";
-    case 6: return "abort";
-    case 7: return "submitted";
-    case 8: return "timeout";
-    case 9: return "no response";
-    default: return "unknown";
+    case 1:
+      return "new";
+    case 2:
+      return "queued";
+    case 3:
+      return "running";
+    case 4:
+      return "completed";
+    case 5:
+      return "error";
+    case 6:
+      return "abort";
+    case 7:
+      return "submitted";
+    case 8:
+      return "timeout";
+    case 9:
+      return "no response";
+    default:
+      return "unknown";
   }
 }
 
@@ -86,7 +96,8 @@ struct Replay {
   void in_flight(long long root, const HostOp& op) {
     auto it = flying.find(root);
     if (it == flying.end()) return;
-    for (int n : it->second) slots_of(n, root, [&](TraceSlot& s) { s.xrt.in_flight.push_back(op); });
+    for (int n : it->second)
+      slots_of(n, root, [&](TraceSlot& s) { s.xrt.in_flight.push_back(op); });
   }
 
   void keep(RootState& r, const HostOp& op) {
@@ -96,8 +107,7 @@ struct Replay {
 
   static HostOp last_op_in(const RootState& r, const ByteRanges& in) {
     for (auto it = r.ops.rbegin(); it != r.ops.rend(); ++it)
-      if ((it->op == "write" || it->op == "store") &&
-          !range_intersect({it->range}, in).empty())
+      if ((it->op == "write" || it->op == "store") && !range_intersect({it->range}, in).empty())
         return *it;
     return {};
   }
@@ -129,7 +139,8 @@ struct Replay {
       b.root = id;
       if (parent) {
         auto p = bos.find(parent);
-        if (p == bos.end()) return err("sub-buffer of BO " + std::to_string(parent) + ", which no event made");
+        if (p == bos.end())
+          return err("sub-buffer of BO " + std::to_string(parent) + ", which no event made");
         b.root = p->second.root;
         b.base = p->second.base + j.value("offset", 0ULL);
       }
@@ -155,7 +166,8 @@ struct Replay {
       rs.stale = range_union(rs.stale, r);
       rs.changed_since = range_union(rs.changed_since, r);
       HostOp op{j.value("how", "") == "write" ? "write" : "store",
-                {r.front().off, r.back().end() - r.front().off}, at};
+                {r.front().off, r.back().end() - r.front().off},
+                at};
       keep(rs, op);
       in_flight(b->root, op);
       return ok_status();
@@ -224,7 +236,8 @@ struct Replay {
       for (auto& a : j["args"])
         if (a.is_object()) {
           long long i = a.value("i", -1LL);
-          if (i < 0 || i >= 4096) return err("argument index " + std::to_string(i) + " out of range");
+          if (i < 0 || i >= 4096)
+            return err("argument index " + std::to_string(i) + " out of range");
           args[static_cast<int>(i)] = a;
         }
     size_t nslots = args.empty() ? 0 : static_cast<size_t>(args.rbegin()->first) + 1;
@@ -267,8 +280,9 @@ struct Replay {
         continue;
       }
       const Bo* b = bo(a->second);
-      if (!b) return err("run " + std::to_string(c.xrt.run) + " binds BO " +
-                         std::to_string(a->second.value("bo", 0LL)) + ", which was never made");
+      if (!b)
+        return err("run " + std::to_string(c.xrt.run) + " binds BO " +
+                   std::to_string(a->second.value("bo", 0LL)) + ", which was never made");
       RootState& rs = roots[b->root];
       ByteRanges win = window(*b, 0, b->size);
       s.xrt.is_bo = true;

@@ -36,7 +36,7 @@ void* real(const char* mangled) {
   }
   return p;
 }
-#define BOD_REAL(type, mangled)                               \
+#define BOD_REAL(type, mangled)                                 \
   static const auto fn = reinterpret_cast<type>(real(mangled)); \
   (void)0
 
@@ -83,9 +83,9 @@ struct Log {
       }
       if (fd >= 0) {
         const char* mode = std::getenv("XCL_EMULATION_MODE");
-        std::string head = "{\"e\":\"open\",\"producer\":\"xrt-preload\",\"pid\":" +
-                           std::to_string(getpid()) + ",\"device\":\"" +
-                           (mode && std::string(mode) == "noop" ? "noop" : "") + "\"}\n";
+        std::string head =
+            "{\"e\":\"open\",\"producer\":\"xrt-preload\",\"pid\":" + std::to_string(getpid()) +
+            ",\"device\":\"" + (mode && std::string(mode) == "noop" ? "noop" : "") + "\"}\n";
         (void)!::write(fd, head.data(), head.size());
       }
     }
@@ -145,8 +145,8 @@ void look(Log& L, BoState& b, uint64_t off = 0, uint64_t len = UINT64_MAX) {
   auto r = diff(b.map, b.seen.data(), off, len);
   if (r.empty()) return;
   for (auto& x : r) std::memcpy(b.seen.data() + x.first, b.map + x.first, x.second);
-  L.line("{\"e\":\"host\",\"bo\":" + std::to_string(b.id) + ",\"how\":\"map\",\"r\":" +
-         ranges_json(r) + "}");
+  L.line("{\"e\":\"host\",\"bo\":" + std::to_string(b.id) +
+         ",\"how\":\"map\",\"r\":" + ranges_json(r) + "}");
 }
 
 // The state of a BO by its implementation; one made elsewhere (not through a hooked
@@ -285,9 +285,9 @@ void xrt::bo::sync(xclBOSyncDirection dir, size_t size, size_t offset) {
   std::string changed;
   if (!to && b.map) {
     // What the device sent: bytes that differ from the host's are the device's changes.
-    auto r = offset < b.size ? diff(b.map, b.seen.data(), offset,
-                                    std::min<uint64_t>(size, b.size - offset))
-                             : std::vector<Range>{};
+    auto r = offset < b.size
+                 ? diff(b.map, b.seen.data(), offset, std::min<uint64_t>(size, b.size - offset))
+                 : std::vector<Range>{};
     for (auto& x : r) std::memcpy(b.seen.data() + x.first, b.map + x.first, x.second);
     changed = ",\"changed\":" + ranges_json(r);
   }
@@ -302,10 +302,10 @@ void xrt::bo::sync(xclBOSyncDirection dir, size_t size, size_t offset) {
 xrt::kernel::kernel(const xrt::device& device, const xrt::uuid& xclbin_id, const std::string& name,
                     cu_access_mode mode) {
   Guard g;
-  BOD_REAL(void (*)(kernel*, const xrt::device&, const xrt::uuid&, const std::string&,
-                    cu_access_mode),
-           "_ZN3xrt6kernelC1ERKNS_6deviceERKNS_4uuidERKNSt7__cxx1112basic_stringIcSt11char_"
-           "traitsIcESaIcEEENS0_14cu_access_modeE");
+  BOD_REAL(
+      void (*)(kernel*, const xrt::device&, const xrt::uuid&, const std::string&, cu_access_mode),
+      "_ZN3xrt6kernelC1ERKNS_6deviceERKNS_4uuidERKNSt7__cxx1112basic_stringIcSt11char_"
+      "traitsIcESaIcEEENS0_14cu_access_modeE");
   fn(this, device, xclbin_id, name, mode);
   if (!g.outer) return;
   Log& L = log();
@@ -363,8 +363,8 @@ void xrt::run::start() {
     r.run = L.next_run++;
     std::string args = "[";
     for (auto& [i, v] : r.args) {
-      args += (args.size() > 1 ? "," : "") + v.substr(0, v.size() - 1) + ",\"i\":" +
-              std::to_string(i) + "}";
+      args += (args.size() > 1 ? "," : "") + v.substr(0, v.size() - 1) +
+              ",\"i\":" + std::to_string(i) + "}";
       auto p = v.find("\"bo\":");
       if (p == std::string::npos) continue;
       auto b = L.by_id.find(std::atoll(v.c_str() + p + 5));
@@ -378,7 +378,7 @@ void xrt::run::start() {
 
 ert_cmd_state xrt::run::wait(const std::chrono::milliseconds& timeout) const {
   Guard g;
-  BOD_REAL(ert_cmd_state (*)(const run*, const std::chrono::milliseconds&),
+  BOD_REAL(ert_cmd_state(*)(const run*, const std::chrono::milliseconds&),
            "_ZNK3xrt3run4waitERKNSt6chrono8durationIlSt5ratioILl1ELl1000EEEE");
   ert_cmd_state s = fn(this, timeout);
   if (!g.outer) return s;

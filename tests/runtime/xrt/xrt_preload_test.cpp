@@ -25,15 +25,14 @@ class XrtPreload : public testing::ScratchDirTest {
   nlohmann::json record(const std::string& bug, testing::Proc* rec_out = nullptr) {
     std::string trace = (dir_ / "run.trace.jsonl").string();
     std::string env = "XILINX_XRT=" + quote(BOD_XRT_NOOP_DIR) + " XCL_EMULATION_MODE=noop ";
-    testing::Proc rec = sh(env + quote(BOD_BINARY) + " record --xrt -o " + quote(trace) +
-                                         " -- " + quote(BOD_XRT_HOST) + " " +
-                                         quote((dir_ / "k.xclbin").string()) + " --bug " + bug,
-                                     dir_);
+    testing::Proc rec =
+        sh(env + quote(BOD_BINARY) + " record --xrt -o " + quote(trace) + " -- " +
+               quote(BOD_XRT_HOST) + " " + quote((dir_ / "k.xclbin").string()) + " --bug " + bug,
+           dir_);
     if (rec_out) *rec_out = rec;
     EXPECT_EQ(rec.code, 0) << rec.err;
-    testing::Proc an = sh(quote(BOD_BINARY) + " analyze --format json --fail-on never " +
-                                        quote(trace),
-                                    dir_);
+    testing::Proc an =
+        sh(quote(BOD_BINARY) + " analyze --format json --fail-on never " + quote(trace), dir_);
     EXPECT_EQ(an.code, 0) << an.err;
     return nlohmann::json::parse(an.out, nullptr, false);
   }
@@ -57,9 +56,8 @@ TEST_F(XrtPreload, CleanProgramIsSilentAndUnchanged) {
 TEST_F(XrtPreload, ProgramExitStatusIsKept) {
   std::string env = "XILINX_XRT=" + quote(BOD_XRT_NOOP_DIR) + " XCL_EMULATION_MODE=noop ";
   testing::Proc rec = sh(env + quote(BOD_BINARY) + " record --xrt -o " +
-                                       quote((dir_ / "t.jsonl").string()) + " -- " +
-                                       quote(BOD_XRT_HOST),
-                                   dir_);
+                             quote((dir_ / "t.jsonl").string()) + " -- " + quote(BOD_XRT_HOST),
+                         dir_);
   EXPECT_EQ(rec.code, 2) << rec.err;  // the program's usage error
 }
 
