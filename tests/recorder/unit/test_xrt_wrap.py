@@ -1,0 +1,113 @@
+"""bo_doctor.xrt_wrap on the stand-in pyxrt: the events it writes for each wrapped call (BO made,
+host changes through write() and through a map() view, syncs with what came back, reads through
+np.frombuffer of a map() view, runs started by a kernel call or by run.start, waits), and that a
+wrapped program computes exactly what it computes unwrapped."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import support  # noqa: F401  (sys.path: the recorder and the stand-in)
+
+import numpy as np
+
+from bo_doctor import xrt_wrap
+
+ROOT = support.ROOT
+
+
+def _kernel(args):
+    y = args.get(1, (4,))
+    y[:] = args.get(0, (4,)) * 2
+
+
+class XrtWrapTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls._tmp = tempfile.TemporaryDirectory(prefix="bod_xrt_wrap_")
+        xrt_wrap.install(cls._tmp.name)
+        import pyxrt
+        xrt_wrap.wrap_module(pyxrt)
+        cls.x = pyxrt
+        pyxrt.register_kernel("double", _kernel, 2)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls._tmp.cleanup()
+
+    def events(self):
+        (name,) = os.listdir(self._tmp.name)
+        with open(os.path.join(self._tmp.name, name)) as f:
+            return [json.loads(line) for line in f]
+
+    def test_sequence(self):
+        x = self.x
+        to, frm = x.xclBOSyncDirection.XCL_BO_SYNC_BO_TO_DEVICE, \
+            x.xclBOSyncDirection.XCL_BO_SYNC_BO_FROM_DEVICE
+        a = x.bo(x.device(0), 16, x.bo.host_only, 3)
+        y = x.bo(x.device(0), 16, x.bo.host_only, 4)
+        k = x.kernel(x.hw_context(x.device(0), None), "double")
+        y_view = y.map()  # mapped before the run: a sync from the device is compared with it
+        a.write(np.arange(4, dtype=np.float32).tobytes(), 0)
+        a.sync(to)
+        view = np.frombuffer(a.map(), dtype=np.float32)
+        view[2] = 7  # bytes 8..12 through map()
+        h = k(3, None, 0, a, y)  # noqa: F841  (a kernel call with leading scalars)
+        self.assertEqual(h.wait(1000), x.ert_cmd_state.ERT_CMD_STATE_COMPLETED)
+        y.sync(frm, 8, 0)
+        out = np.frombuffer(y_view, dtype=np.float32, count=2, offset=4)
+        self.assertEqual(out.tolist(), [2.0, 0.0])  # the device had a's old bytes: 1*2, [2] unsynced
+        r = x.run(k)
+        r.set_arg(0, a)
+        r.set_arg(1, y)
+        r.start()
+        r.wait()
+        ev = self.events()
+        kinds = [e["e"] for e in ev]
+        self.assertEqual(kinds[0], "open")
+        bo_a = next(e for e in ev if e["e"] == "bo")["bo"]
+        writes = [e for e in ev if e["e"] == "host" and e["how"] == "write"]
+        self.assertEqual(writes[-1]["r"], [[0, 16]])
+        stores = [e for e in ev if e["e"] == "host" and e["how"] == "map"]
+        self.assertEqual(stores[0]["bo"], bo_a)
+        self.assertEqual(stores[0]["r"], [[10, 1]])  # 2.0 -> 7.0: 0x40000000 -> 0x40e00000
+        starts = [e for e in ev if e["e"] == "start"]
+        self.assertEqual(len(starts), 2)
+        self.assertEqual([a.get("v") for a in starts[0]["args"][:3]], [3, 0, 0])
+        self.assertEqual(starts[1]["args"][0]["bo"], bo_a)
+        self.assertTrue(all(e["state"] == 4 for e in ev if e["e"] == "wait"))
+        self.assertEqual(len([e for e in ev if e["e"] == "wait"]), 2)
+        sync_from = [e for e in ev if e["e"] == "sync" and e["dir"] == "from"][0]
+        self.assertEqual(sync_from["len"], 8)
+        self.assertEqual(sync_from["changed"], [[7, 1]])  # 2.0 (0x40000000) came back at 4..8
+        reads = [e for e in ev if e["e"] == "read"]
+        self.assertEqual((reads[-1]["off"], reads[-1]["len"]), (4, 8))
+        self.assertTrue(reads[-1]["at"].startswith("test_xrt_wrap.py:"))
+
+    def test_extension_module_left_alone(self):
+        import types
+        m = types.ModuleType("pyxrt")
+        m.__file__ = "/x/pyxrt.cpython-311-x86_64-linux-gnu.so"
+        self.assertFalse(xrt_wrap.wrap_module(m))
+
+
+class XrtWrapInvisible(unittest.TestCase):
+    def test_program_output_unchanged(self):
+        prog = os.path.join(ROOT, "tests", "recorder", "standin", "run_q4nx.py")
+        plain = subprocess.run([sys.executable, prog, "--bug", "lut-unsynced"],
+                               capture_output=True, text=True, check=True)
+        with tempfile.TemporaryDirectory() as d:
+            env = dict(os.environ, BOD_XRT_LOG=d,
+                       BOD_XRT_RECORDER_DIR=os.path.join(ROOT, "tool", "recorder", "python"),
+                       PYTHONPATH=os.path.join(ROOT, "tool", "xrt_preload", "python"))
+            wrapped = subprocess.run([sys.executable, prog, "--bug", "lut-unsynced"],
+                                     capture_output=True, text=True, check=True, env=env)
+            self.assertTrue(os.listdir(d))
+        self.assertEqual(plain.stdout, wrapped.stdout)
+        self.assertEqual(wrapped.stderr, "")
+
+
+if __name__ == "__main__":
+    unittest.main()

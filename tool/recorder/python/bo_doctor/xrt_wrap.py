@@ -1,0 +1,372 @@
+"""`bo-doctor record --xrt` for a pyxrt that does not call libxrt (a pure-Python module such as
+the tests' stand-in): wraps its `bo`, `kernel` and `run` methods at module level and writes the
+same events as the preload library (tool/xrt_preload), so both give the same trace
+(docs/recording.md, "Hand-managed BOs"). A pyxrt that is an extension module calls libxrt, where
+the preload library sees every call: it is left alone.
+
+Every wrapper calls the original method with the same arguments and returns its result; the
+recorder never syncs, writes or maps a BO itself. Host changes made through a memoryview that
+`map()` returned are found by comparing that view's bytes with a private copy at every write,
+read and sync of the BO and at every run start that binds it. Reads through a `map()` view are
+seen when the view goes through `numpy.frombuffer` (offset and count give the range); other
+reads of a kept view are invisible.
+
+Started by tool/xrt_preload/python/sitecustomize.py when BOD_XRT_LOG names the event folder.
+"""
+import importlib.abc
+import itertools
+import json
+import os
+import sys
+import threading
+import time
+import weakref
+
+_GAP = 16  # changes closer than this make one range, as in the preload library
+_MAX_RANGES = 1024
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class _Log:
+    def __init__(self, folder):
+        name = "%020d-%d.jsonl" % (time.time_ns(), os.getpid())
+        self._f = open(os.path.join(folder, name), "a", encoding="utf-8")
+        self.lock = threading.RLock()
+        self.next_bo = itertools.count(1)
+        self.next_run = itertools.count(1)
+        self.next_kernel = itertools.count(1)
+        self.line({"e": "open", "producer": "xrt-wrap", "pid": os.getpid(),
+                   "device": "standin", "computes": True})
+
+    def line(self, obj):
+        self._f.write(json.dumps(obj, separators=(",", ":")) + "\n")
+        self._f.flush()
+
+
+_log = None
+_np = None
+_frombuffer = None  # numpy's own, for the recorder's comparisons (not logged as reads)
+
+
+def _where():
+    """file:line of the program frame that called into pyxrt."""
+    f = sys._getframe(2)
+    while f is not None:
+        path = f.f_code.co_filename
+        if os.path.dirname(os.path.abspath(path)) != _HERE and not path.endswith("pyxrt.py"):
+            return "%s:%d" % (os.path.relpath(path), f.f_lineno)
+        f = f.f_back
+    return ""
+
+
+def _diff(now, seen, off, length):
+    """[[offset, length], ...] where now differs from seen in [off, off + length)."""
+    a = _frombuffer(now, dtype=_np.uint8, count=length, offset=off)
+    b = _frombuffer(seen, dtype=_np.uint8, count=length, offset=off)
+    idx = _np.flatnonzero(a != b)
+    if idx.size == 0:
+        return []
+    breaks = _np.flatnonzero(_np.diff(idx) >= _GAP)
+    starts = _np.concatenate(([idx[0]], idx[breaks + 1]))
+    ends = _np.concatenate((idx[breaks], [idx[-1]])) + 1
+    r = [[int(s) + off, int(e - s)] for s, e in zip(starts, ends)]
+    if len(r) > _MAX_RANGES:
+        last = r[_MAX_RANGES - 1]
+        last[1] = r[-1][0] + r[-1][1] - last[0]
+        r = r[:_MAX_RANGES]
+    return r
+
+
+class _Bo:
+    __slots__ = ("id", "size", "view", "seen")
+
+    def __init__(self, bid, size):
+        self.id, self.size, self.view, self.seen = bid, size, None, None
+
+
+_bos = weakref.WeakKeyDictionary()  # bo object -> _Bo
+_by_id = {}  # BO id -> _Bo
+_maps = {}  # id(memoryview from map()) -> (_Bo, the view), the last 256
+_runs = weakref.WeakKeyDictionary()  # run or handle object -> [run number, {i: arg}, kernel]
+_kernels = weakref.WeakKeyDictionary()  # kernel object -> kernel id
+
+
+def _new_bo(b, size):
+    s = _Bo(next(_log.next_bo), size)
+    _bos[b] = s
+    _by_id[s.id] = s
+    return s
+
+
+def _state(b):
+    s = _bos.get(b)
+    if s is None:
+        s = _new_bo(b, int(b.size()))
+        _log.line({"e": "bo", "bo": s.id, "size": s.size, "group": -1, "flags": 0,
+                   "parent": 0, "offset": 0})
+    return s
+
+
+def _look(s):
+    """Logs host changes made through the mapped view since the last look."""
+    if s.view is None:
+        return
+    r = _diff(s.view, s.seen, 0, s.size)
+    if not r:
+        return
+    for off, n in r:
+        s.seen[off:off + n] = s.view[off:off + n]
+    _log.line({"e": "host", "bo": s.id, "how": "map", "r": r, "at": _where()})
+
+
+def _wrap_bo(cls):
+    init_o, map_o, write_o, read_o, sync_o = cls.__init__, cls.map, cls.write, cls.read, cls.sync
+
+    def __init__(self, *a, **k):
+        init_o(self, *a, **k)
+        with _log.lock:
+            s = _new_bo(self, int(self.size()))
+            group = a[3] if len(a) > 3 else k.get("group", -1)
+            flags = a[2] if len(a) > 2 else k.get("flags", 0)
+            _log.line({"e": "bo", "bo": s.id, "size": s.size,
+                       "group": int(group) if isinstance(group, int) else -1,
+                       "flags": int(flags) if isinstance(flags, int) else 0,
+                       "parent": 0, "offset": 0, "at": _where()})
+
+    def map(self, *a, **k):
+        v = map_o(self, *a, **k)
+        with _log.lock:
+            s = _state(self)
+            if s.view is None and isinstance(v, memoryview):
+                s.view = v.cast("B") if v.format != "B" or v.ndim != 1 else v
+                s.seen = bytearray(s.view)
+            if isinstance(v, memoryview):
+                _maps[id(v)] = (s, v)
+                while len(_maps) > 256:
+                    del _maps[next(iter(_maps))]
+            _log.line({"e": "map", "bo": s.id})
+        return v
+
+    def write(self, data, offset=0, *a, **k):
+        with _log.lock:
+            s = _state(self)
+            _look(s)
+        r = write_o(self, data, offset, *a, **k)
+        with _log.lock:
+            n = memoryview(data).nbytes
+            if s.view is not None and n:
+                end = min(s.size, offset + n)
+                s.seen[offset:end] = s.view[offset:end]
+            _log.line({"e": "host", "bo": s.id, "how": "write", "r": [[int(offset), int(n)]],
+                       "at": _where()})
+        return r
+
+    def read(self, size, offset=0, *a, **k):
+        with _log.lock:
+            s = _state(self)
+            _look(s)
+            _log.line({"e": "read", "bo": s.id, "off": int(offset), "len": int(size),
+                       "at": _where()})
+        return read_o(self, size, offset, *a, **k)
+
+    def sync(self, direction, size=None, offset=0, *a, **k):
+        with _log.lock:
+            s = _state(self)
+            _look(s)
+        r = sync_o(self, direction, size, offset, *a, **k)
+        with _log.lock:
+            n = s.size - offset if size is None else int(size)
+            to = int(direction) == 0  # XCL_BO_SYNC_BO_TO_DEVICE
+            ev = {"e": "sync", "bo": s.id, "dir": "to" if to else "from", "off": int(offset),
+                  "len": int(n), "at": _where()}
+            if not to and s.view is not None and 0 <= offset < s.size:
+                ch = _diff(s.view, s.seen, offset, min(n, s.size - offset))
+                for off, m in ch:
+                    s.seen[off:off + m] = s.view[off:off + m]
+                ev["changed"] = ch
+            _log.line(ev)
+        return r
+
+    cls.__init__, cls.map, cls.write, cls.read, cls.sync = __init__, map, write, read, sync
+
+
+def _arg(i, v, bo_cls):
+    if isinstance(v, bo_cls):
+        return {"bo": _state(v).id, "i": i}
+    try:
+        return {"v": int(v) & 0xFFFFFFFFFFFFFFFF, "i": i}
+    except (TypeError, ValueError):
+        return {"v": 0, "i": i}
+
+
+def _start(kernel_obj, args, bo_cls):
+    """Looks at the BO arguments and logs the start; returns the run number."""
+    for a in args.values():
+        if "bo" in a:
+            _look(_by_id[a["bo"]])
+    n = next(_log.next_run)
+    try:
+        k = _kernels.get(kernel_obj, 0)
+    except TypeError:
+        k = 0
+    _log.line({"e": "start", "run": n, "k": k,
+               "args": [args[i] for i in sorted(args)], "at": _where()})
+    return n
+
+
+def _wrap_wait(cls):
+    """Logs a wait on objects of cls (a run, or what a kernel call returns)."""
+    for name in ("wait", "wait2"):
+        orig = cls.__dict__.get(name)
+        if orig is None or getattr(orig, "_bod_wrapped", False):
+            continue
+
+        def make(orig):
+            def wait(self, *a, **k):
+                st = orig(self, *a, **k)
+                with _log.lock:
+                    r = _runs.get(self)
+                    if r is not None and r[0]:
+                        try:
+                            code = int(st)
+                        except (TypeError, ValueError):
+                            code = 0
+                        _log.line({"e": "wait", "run": r[0], "state": code, "at": _where()})
+                return st
+            wait._bod_wrapped = True
+            return wait
+        setattr(cls, name, make(orig))
+
+
+def _wrap_kernel(kcls, bo_cls):
+    init_o, call_o = kcls.__init__, kcls.__call__
+
+    def __init__(self, *a, **k):
+        init_o(self, *a, **k)
+        with _log.lock:
+            kid = next(_log.next_kernel)
+            _kernels[self] = kid
+            name = a[1] if len(a) > 1 else k.get("name", getattr(self, "name", ""))
+            _log.line({"e": "kernel", "k": kid, "name": str(name)})
+
+    def __call__(self, *a, **k):
+        with _log.lock:
+            args = {i: _arg(i, v, bo_cls) for i, v in enumerate(a)}
+            n = _start(self, args, bo_cls)
+        h = call_o(self, *a, **k)
+        with _log.lock:
+            if h is not None:
+                _wrap_wait(type(h))
+                try:
+                    _runs[h] = [n, args, self]
+                except TypeError:  # not weakly referable: its wait is not seen
+                    pass
+        return h
+
+    kcls.__init__, kcls.__call__ = __init__, __call__
+
+
+def _wrap_run(rcls, bo_cls):
+    init_o, set_arg_o, start_o = rcls.__init__, rcls.set_arg, rcls.start
+
+    def __init__(self, krnl, *a, **k):
+        init_o(self, krnl, *a, **k)
+        with _log.lock:
+            _runs[self] = [0, {}, krnl]
+
+    def set_arg_(self, i, value, *a, **k):
+        r = set_arg_o(self, i, value, *a, **k)
+        with _log.lock:
+            st = _runs.get(self)
+            if st is not None:
+                st[1][int(i)] = _arg(int(i), value, bo_cls)
+        return r
+
+    def start_(self, *a, **k):
+        with _log.lock:
+            st = _runs.get(self)
+            if st is not None:
+                st[0] = _start(st[2], dict(st[1]), bo_cls)
+        return start_o(self, *a, **k)
+
+    rcls.__init__, rcls.set_arg, rcls.start = __init__, set_arg_, start_
+    _wrap_wait(rcls)
+
+
+def _wrap_frombuffer(np):
+    orig = np.frombuffer
+
+    def frombuffer(buffer, dtype=float, count=-1, offset=0, **k):
+        arr = orig(buffer, dtype=dtype, count=count, offset=offset, **k)
+        m = _maps.get(id(buffer))
+        if m is not None and m[1] is buffer:
+            with _log.lock:
+                _log.line({"e": "read", "bo": m[0].id, "off": int(offset), "len": int(arr.nbytes),
+                           "at": _where()})
+        return arr
+
+    frombuffer.__doc__ = orig.__doc__
+    frombuffer.__wrapped__ = orig
+    np.frombuffer = frombuffer
+
+
+def wrap_module(mod):
+    """Wraps a pure-Python pyxrt module in place (once)."""
+    if getattr(mod, "_bod_xrt_wrapped", False):
+        return False
+    f = getattr(mod, "__file__", "") or ""
+    if not f.endswith(".py"):
+        return False  # an extension module calls libxrt: the preload library records it
+    global _np, _frombuffer
+    import numpy
+    _np = numpy
+    _frombuffer = getattr(numpy.frombuffer, "__wrapped__", numpy.frombuffer)
+    _wrap_bo(mod.bo)
+    _wrap_kernel(mod.kernel, mod.bo)
+    _wrap_run(mod.run, mod.bo)
+    if not hasattr(numpy.frombuffer, "__wrapped__"):
+        _wrap_frombuffer(numpy)
+    mod._bod_xrt_wrapped = True
+    return True
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    """Wraps `pyxrt` when it is imported."""
+
+    def find_spec(self, name, path, target=None):
+        if name != "pyxrt":
+            return None
+        sys.meta_path.remove(self)
+        try:
+            import importlib.util
+            spec = importlib.util.find_spec(name)
+        finally:
+            sys.meta_path.insert(0, self)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        loader = spec.loader
+        exec_module = loader.exec_module
+
+        class _Loader(importlib.abc.Loader):
+            def create_module(self, s):
+                return loader.create_module(s)
+
+            def exec_module(self, module):
+                exec_module(module)
+                wrap_module(module)
+
+        spec.loader = _Loader()
+        return spec
+
+
+def install(folder=None):
+    """Starts recording into `folder` (default: $BOD_XRT_LOG)."""
+    global _log
+    folder = folder or os.environ.get("BOD_XRT_LOG")
+    if not folder or _log is not None:
+        return
+    _log = _Log(folder)
+    if "pyxrt" in sys.modules:
+        wrap_module(sys.modules["pyxrt"])
+    else:
+        sys.meta_path.insert(0, _Finder())
