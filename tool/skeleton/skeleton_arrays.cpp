@@ -37,11 +37,19 @@ std::string sanitize(const std::string& s) {
   return r;
 }
 
+// Element count, saturating (a recorded shape is data, not a promise that the product fits).
 int64_t elements(const Shape& s) {
+  constexpr int64_t kMax = int64_t(1) << 62;
   int64_t n = 1;
-  for (auto d : s) n *= d;
+  for (auto d : s) {
+    if (d <= 0) return 0;
+    n = d > kMax / n ? kMax : n * d;
+  }
   return n;
 }
+
+// At most this many indices in a recorded name ("x[1][2][3][4]"): deeper names are sanitized.
+constexpr size_t kMaxIndexRank = 4;
 
 // "wq[2]" -> ("wq", {2}); nullopt for anything else (row ranges, odd characters).
 std::optional<std::pair<std::string, std::vector<int64_t>>> parse_name(const std::string& s) {
@@ -54,6 +62,7 @@ std::optional<std::pair<std::string, std::vector<int64_t>>> parse_name(const std
     if (rb == std::string::npos || rb == lb + 1 || rb - lb > 10) return std::nullopt;
     for (size_t i = lb + 1; i < rb; ++i)
       if (!std::isdigit(static_cast<unsigned char>(s[i]))) return std::nullopt;
+    if (idx.size() == kMaxIndexRank) return std::nullopt;
     idx.push_back(std::stoll(s.substr(lb + 1, rb - lb - 1)));
     if (rb + 1 == s.size()) break;
     if (s[rb + 1] != '[') return std::nullopt;
@@ -113,11 +122,18 @@ void Arrays::build() {
   }
   groups_ = std::move(out);
   stack_numbered();
-  // Unique names (tensors and vars share one namespace), in order of first use.
+  // Unique names (tensors and vars share one namespace), in order of first use. Each base
+  // remembers the next suffix to try, so n clashing names cost O(n log n), not O(n^2).
   std::set<std::string> taken;
+  std::map<std::string, int> next;
   for (auto& g : groups_) {
     std::string n = g.base;
-    for (int i = 2; taken.count(n); ++i) n = g.base + "_" + std::to_string(i);
+    if (taken.count(n)) {
+      int& i = next.emplace(g.base, 2).first->second;
+      for (; taken.count(n = g.base + "_" + std::to_string(i)); ++i) {
+      }
+      ++i;
+    }
     g.base = n;
     taken.insert(n);
   }
