@@ -72,11 +72,11 @@ TEST_P(RecordXrtPythonBug, FoundAtItsRunArgumentAndRange) {
 
 INSTANTIATE_TEST_SUITE_P(
     Q4nx, RecordXrtPythonBug,
-    ::testing::Values(
-        Seeded{"dirty-flag", "unsynced-write", 7, 5, "bytes 0..128, 512..640 of BO 4"},
-        Seeded{"lut-unsynced", "unsynced-write", 5, 6, "bytes 1088..1344 of BO 5"},
-        Seeded{"short-sync", "unsynced-write", 1, 5, "bytes 636..640 of BO 4"},
-        Seeded{"readback-beyond", "unsynced-read", 5, 8, "bytes 64..68 of BO 7"}),
+    ::testing::Values(Seeded{"dirty-flag", "unsynced-write", 7, 5,
+                             "bytes 0..128, 512..640 of BO 4"},
+                      Seeded{"lut-unsynced", "unsynced-write", 5, 6, "bytes 1088..1344 of BO 5"},
+                      Seeded{"short-sync", "unsynced-write", 1, 5, "bytes 636..640 of BO 4"},
+                      Seeded{"readback-beyond", "unsynced-read", 5, 8, "bytes 64..68 of BO 7"}),
     [](const auto& i) {
       std::string n = i.param.bug;
       for (auto& c : n)

@@ -14,6 +14,7 @@
 #include <xrt/xrt_device.h>
 #include <xrt/xrt_kernel.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -56,6 +57,7 @@ int main(int argc, char** argv) {
     w.sync(XCL_BO_SYNC_BO_TO_DEVICE);
     auto* x = in.map<float*>();
     double sum = 0;
+    auto t0 = std::chrono::steady_clock::now();
     for (int it = 0; it < iters; ++it) {
       const bool seeded = it == 2;
       for (size_t i = 0; i < n; ++i) x[i] = static_cast<float>(it * 1000 + i);
@@ -85,7 +87,10 @@ int main(int argc, char** argv) {
       for (float v : result) sum += v;
       if (seeded && bug == "run-not-completed") run.wait();
     }
+    double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     std::printf("ok %d runs, sum %g\n", iters, sum);
+    std::fprintf(stderr, "loop_ms %.6f\n", ms);  // for tool/bench/bench_xrt_preload.py
   } catch (const std::exception& e) {
     std::fprintf(stderr, "xrt error: %s\n", e.what());
     return 3;

@@ -115,25 +115,48 @@ std::string ranges_json(const std::vector<Range>& r) {
 }
 
 // The byte ranges where `now` differs from `seen` in [off, off + len), compared 4 KiB at a time
-// (equal blocks cost one memcmp); changes less than 16 bytes apart make one range (an element
-// whose high bytes kept their value is not cut in two); at most 1024 ranges, the last one then
-// covering the rest.
+// (equal blocks cost one memcmp) and then 8 bytes at a time; changes less than 16 bytes apart
+// make one range (an element whose high bytes kept their value is not cut in two); at most
+// 1024 ranges, the last one then covering the rest.
 std::vector<Range> diff(const uint8_t* now, const uint8_t* seen, uint64_t off, uint64_t len) {
   std::vector<Range> r;
   constexpr uint64_t kBlock = 4096, kGap = 16;
+  auto add = [&](uint64_t lo, uint64_t hi) {  // changed bytes [lo, hi)
+    if (!r.empty() && lo - (r.back().first + r.back().second) < kGap)
+      r.back().second = hi - r.back().first;
+    else if (r.size() < 1024)
+      r.push_back({lo, hi - lo});
+    else
+      r.back().second = hi - r.back().first;
+  };
+  uint64_t lo = 0, hi = 0;  // the range being grown (hi == 0: none)
+  auto change = [&](uint64_t a, uint64_t z) {
+    if (hi && a - hi < kGap) {
+      hi = z;
+      return;
+    }
+    if (hi) add(lo, hi);
+    lo = a, hi = z;
+  };
   for (uint64_t b = off; b < off + len; b += kBlock) {
     uint64_t n = std::min(kBlock, off + len - b);
     if (std::memcmp(now + b, seen + b, n) == 0) continue;
-    for (uint64_t i = b; i < b + n; ++i) {
-      if (now[i] == seen[i]) continue;
-      if (!r.empty() && i - (r.back().first + r.back().second) < kGap)
-        r.back().second = i + 1 - r.back().first;
-      else if (r.size() < 1024)
-        r.push_back({i, 1});
-      else
-        r.back().second = i + 1 - r.back().first;
+    uint64_t i = b;
+    for (; i + 8 <= b + n; i += 8) {
+      uint64_t x, y;
+      std::memcpy(&x, now + i, 8);
+      std::memcpy(&y, seen + i, 8);
+      uint64_t d = x ^ y;
+      if (!d) continue;
+      // Little-endian: the lowest differing byte from the trailing zeros, the highest from the
+      // leading ones.
+      change(i + static_cast<uint64_t>(__builtin_ctzll(d) / 8),
+             i + 8 - static_cast<uint64_t>(__builtin_clzll(d) / 8));
     }
+    for (; i < b + n; ++i)
+      if (now[i] != seen[i]) change(i, i + 1);
   }
+  if (hi) add(lo, hi);
   return r;
 }
 
