@@ -13,10 +13,13 @@
 // and the repeated phases, and puts the model together.
 #include "skeleton/skeleton.h"
 
+#include <algorithm>
+#include <cstddef>
 #include <functional>
 #include <map>
 #include <optional>
 #include <set>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -111,6 +114,45 @@ Result<nlohmann::ordered_json> skeleton_model(const Trace& t, const std::string&
     kernels.emplace(k.name, plan_kernel(t, k, it->second));
   }
 
+  // Data that moves on in a slot whose write the engine may skip (static or intermediate): when
+  // the calls of one (cache, bo_key) pass two or more distinct host values in such a slot, every
+  // value the calls of those keys pass there becomes its own slice of one seeded var per kernel
+  // slot, "<kernel>_<slot>_values[k]" (k: the value's first appearance; one hash, one slice), so
+  // the skeleton passes different data where the trace did and replays a stale slot. A var, not
+  // a tensor: lint's key-collision compares tensor names; the bytes decide at check time. A
+  // recorder's names ("arg9@L0") name slots, not arrays, so values are told apart by hash.
+  constexpr size_t kMaxValues = 4096;  // per kernel slot; beyond it, bindings stay as recorded
+  auto moves = [&](const TraceCall& c, const TraceSlot& ts) {
+    return (c.is_static(ts.slot) || c.is_inter(ts.slot)) && !ts.output &&
+           ts.host.source != ArraySource::zeros && ts.host.source != ArraySource::placeholder;
+  };
+  // Per (cache, bo_key, slot, binding name): the distinct values. Different names in one key's
+  // slot are different arrays (key-collision decides on them by name); one name whose values
+  // differ is data that moves on.
+  std::map<std::tuple<std::string, std::string, int, std::string>, std::set<uint64_t>> per_key;
+  for (auto& c : t.calls)
+    for (auto& ts : c.slots)
+      if (moves(c, ts)) per_key[{c.ns, c.bo_key, ts.slot, ts.host.name}].insert(ts.host.hash);
+  std::map<std::pair<std::string, int>, std::vector<uint64_t>> slices;  // (kernel, slot)
+  for (auto& c : t.calls)
+    for (auto& ts : c.slots) {
+      if (!moves(c, ts) || per_key[{c.ns, c.bo_key, ts.slot, ts.host.name}].size() < 2) continue;
+      auto& v = slices[{c.kernel, ts.slot}];
+      if (std::find(v.begin(), v.end(), ts.host.hash) == v.end()) v.push_back(ts.host.hash);
+    }
+  auto value_name = [&](const TraceCall& c, const TraceSlot& ts) -> std::optional<std::string> {
+    if (!moves(c, ts) || per_key[{c.ns, c.bo_key, ts.slot, ts.host.name}].size() < 2)
+      return std::nullopt;
+    auto& v = slices[{c.kernel, ts.slot}];
+    if (v.size() > kMaxValues) return std::nullopt;
+    auto k = std::find(v.begin(), v.end(), ts.host.hash) - v.begin();
+    const KernelInfo* ki = t.kernel(c.kernel);
+    std::string slot = ki && static_cast<size_t>(ts.slot) < ki->slots.size()
+                           ? ki->slots[static_cast<size_t>(ts.slot)].name
+                           : "arg" + std::to_string(ts.slot);
+    return Arrays::indexable(c.kernel + "_" + slot + "_values") + "[" + std::to_string(k) + "]";
+  };
+
   // Every slot's binding.
   Arrays arrays;
   std::vector<std::vector<SlotUse>> uses(t.calls.size());
@@ -129,7 +171,11 @@ Result<nlohmann::ordered_json> skeleton_model(const Trace& t, const std::string&
       if (src == ArraySource::zeros) continue;  // unbound: zeros, as recorded
       if (ts.output && !tensor) continue;       // outputs are not bound
       SlotUse& u = uses[i][s];
-      u.ident = arrays.use(ts.host.name, tensor, kp.dtypes[s], model_shape(kp, s, params[i]));
+      auto moving = value_name(c, ts);
+      if (moving)
+        u.ident = arrays.use(*moving, false, kp.dtypes[s], model_shape(kp, s, params[i]), true);
+      else
+        u.ident = arrays.use(ts.host.name, tensor, kp.dtypes[s], model_shape(kp, s, params[i]));
       u.placeholder = src == ArraySource::placeholder;
       // np.empty(0): the reuse engine wrote the slot, 0 bytes.
       u.empty = u.placeholder && t.header.caps.run && ts.written && ts.written_bytes == 0 &&

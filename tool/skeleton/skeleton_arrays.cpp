@@ -73,7 +73,8 @@ std::optional<std::pair<std::string, std::vector<int64_t>>> parse_name(const std
 
 }  // namespace
 
-int Arrays::use(const std::string& name, bool tensor_use, DType dt, const Shape& shape) {
+int Arrays::use(const std::string& name, bool tensor_use, DType dt, const Shape& shape,
+                bool seeded) {
   auto key = std::make_tuple(name, dt, elements(shape));
   auto it = ids_.find(key);
   if (it == ids_.end()) {
@@ -81,6 +82,7 @@ int Arrays::use(const std::string& name, bool tensor_use, DType dt, const Shape&
     idents_.push_back(Ident{name, dt, shape, 0, {}});
   }
   if (tensor_use) tensor_names_.insert(base_of(name));
+  if (seeded) seeded_names_.insert(base_of(name));
   return it->second;
 }
 
@@ -91,7 +93,11 @@ void Arrays::build() {
     std::string base = p ? p->first : sanitize(idents_[i].name);
     auto [it, fresh] = by_base.emplace(base, groups_.size());
     if (fresh)
-      groups_.push_back(Group{base, tensor_names_.count(base_of(idents_[i].name)) > 0, {}, 0});
+      groups_.push_back(Group{base,
+                              tensor_names_.count(base_of(idents_[i].name)) > 0,
+                              seeded_names_.count(base_of(idents_[i].name)) > 0,
+                              {},
+                              0});
     Group& g = groups_[it->second];
     if (tensor_names_.count(base_of(idents_[i].name))) g.tensor = true;
     g.members.push_back(i);
@@ -117,7 +123,7 @@ void Arrays::build() {
     }
     for (size_t m : g.members) {
       idents_[m].index.clear();
-      out.push_back(Group{sanitize(idents_[m].name), g.tensor, {m}, 0});
+      out.push_back(Group{sanitize(idents_[m].name), g.tensor, g.seeded, {m}, 0});
     }
   }
   groups_ = std::move(out);
@@ -167,11 +173,24 @@ void Arrays::emit(ojson& tensors, ojson& vars) const {
       j["init"] = real ? ojson{{"normal", {{"std", 0.02}}}} : ojson("zeros");
       j["doc"] = doc + "; seeded stand-in data";
       tensors[g.base] = j;
+    } else if (g.seeded) {
+      bool real = f.dtype == DType::bf16 || f.dtype == DType::f32;
+      j["init"] =
+          real ? ojson{{"normal", {{"std", 0.02}}}} : ojson{{"range", {{"start", 1}, {"step", 1}}}};
+      j["doc"] = doc +
+                 "; one slice per distinct value the trace passed under this binding, in order "
+                 "of first appearance: seeded stand-in data that differs where the recorded "
+                 "data did";
+      vars[g.base] = j;
     } else {
       j["doc"] = doc;
       vars[g.base] = j;
     }
   }
+}
+
+std::string Arrays::indexable(const std::string& name) {
+  return parse_name(name) ? name : sanitize(name);
 }
 
 std::string Arrays::base_of(const std::string& name) {
@@ -235,7 +254,7 @@ void Arrays::stack_numbered() {
     name.erase(name.find('#'), 1);
     for (auto p : {"..", "__", "._", "_."})
       for (size_t at; (at = name.find(p)) != std::string::npos;) name.erase(at, 1);
-    Group s{sanitize(name), std::get<0>(key), {}, 1};
+    Group s{sanitize(name), std::get<0>(key), false, {}, 1};
     for (auto& [gi, v] : members) {
       drop[gi] = true;
       size_t m = groups_[gi].members[0];

@@ -59,6 +59,7 @@ struct Ident {
 struct Group {
   std::string base;  // the name in the model
   bool tensor = false;
+  bool seeded = false;  // a var of distinct recorded values: seeded data
   std::vector<size_t> members;
   size_t depth = 0;
 };
@@ -66,12 +67,18 @@ struct Group {
 class Arrays {
  public:
   // The identity of a binding, created on first use.
-  int use(const std::string& name, bool tensor_use, DType dt, const Shape& shape);
+  // `seeded`: a var whose slices hold the distinct values one recorded binding had (seeded
+  // data, so they differ), never a tensor.
+  int use(const std::string& name, bool tensor_use, DType dt, const Shape& shape,
+          bool seeded = false);
 
   // Groups the identities into tensors and vars (after every use is known).
   void build();
 
   std::string binding(int id) const;
+
+  // A recorded name that takes an index: itself when it parses as "name[i]...", else made valid.
+  static std::string indexable(const std::string& name);
 
   // The model's "tensors" and "vars" sections.
   void emit(ojson& tensors, ojson& vars) const;
@@ -86,6 +93,7 @@ class Arrays {
   std::map<std::tuple<std::string, DType, int64_t>, int> ids_;
   std::vector<Ident> idents_;
   std::set<std::string> tensor_names_;  // bases bound as tensors, placeholders or statics
+  std::set<std::string> seeded_names_;  // bases holding a binding's distinct values
   std::vector<Group> groups_;
 };
 
