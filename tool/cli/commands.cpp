@@ -309,6 +309,25 @@ std::string list_checks_json(const std::vector<const CheckInfo*>& infos) {
   return j.dump(2) + "\n";
 }
 
+// Kernels whose bodies are only `fill` ops (they read no input): a skeleton's stubs.
+std::vector<std::string> stub_kernels(const Model& m) {
+  std::vector<std::string> out;
+  for (auto& k : m.kernels) {
+    bool stub = !k.body.empty();
+    for (auto& op : k.body) stub = stub && op.info && std::string(op.info->name) == "fill";
+    if (stub) out.push_back(k.name);
+  }
+  return out;
+}
+
+// The report of a model's run, with its stub kernels named and their body-dependent notes
+// left out.
+Report model_report(const char* command, const Trace& t, bool timings, const Model& m) {
+  Report r = build_report(command, t, timings);
+  leave_out_stub_notes(r, stub_kernels(m));
+  return r;
+}
+
 }  // namespace
 
 CommandResult cmd_lint(const CommandOptions& o) {
@@ -321,7 +340,7 @@ CommandResult cmd_lint(const CommandOptions& o) {
   auto g = gate_options(o, &m);
   if (!g) return fail(g.error());
   Trace t = plan_trace(p.value(), o.model);
-  return finish(o, build_report("lint", t, false), g.value());
+  return finish(o, model_report("lint", t, false, m), g.value());
 }
 
 CommandResult cmd_check(const CommandOptions& o) {
@@ -346,7 +365,7 @@ CommandResult cmd_check(const CommandOptions& o) {
     spdlog::warn("config-error findings: the plan is not executed");
   }
   if (auto st = save_trace(o, t); !st) return fail(st.error());
-  return finish(o, build_report("check", t, timed_run(o)), g.value());
+  return finish(o, model_report("check", t, timed_run(o), m), g.value());
 }
 
 CommandResult cmd_analyze(const CommandOptions& o) {

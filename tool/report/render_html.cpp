@@ -263,6 +263,7 @@ std::string render_html(const Report& r) {
     << r.groups.size() << " group(s), " << r.calls << " calls";
   o << "</span> &middot; " << esc(r.subject) << " &middot; fail-on " << fail_on_name(r.gate.fail_on)
     << "</p>\n";
+  if (!r.stub_kernels.empty()) o << "<p id=\"stub-bodies\">Note: " << esc(stub_line(r)) << "</p>\n";
   // First bad call, as in the text report.
   if (const Finding* first = r.first_error())
     o << "<p id=\"first-error\">First error: call " << first->call << " ("

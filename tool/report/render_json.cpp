@@ -84,6 +84,10 @@ std::string render_json(const Report& r) {
   j["command"] = r.command;
   j["model"] = {{"name", r.model_name}, {"path", r.model_path}};
   if (r.command == "analyze") j["trace"] = r.subject;
+  if (!r.stub_kernels.empty())
+    j["stub_bodies"] = {{"kernels", r.stub_kernels},
+                        {"notes_left_out", r.stub_notes_left_out},
+                        {"message", stub_line(r)}};
   j["summary"] = {{"verdict", r.verdict()},
                   {"errors", r.counts.errors},
                   {"warnings", r.counts.warnings},

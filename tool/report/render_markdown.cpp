@@ -89,6 +89,7 @@ std::string render_markdown(const Report& r) {
          "first ("
       << run.reuse.steady_calls << " calls), both engines in the same process._\n";
   }
+  if (!r.stub_kernels.empty()) o << "\n> " << stub_line(r) << "\n";
   if (!r.findings.empty()) {
     o << "\n| severity | check | call | kernel | bo_key | slot | message |\n"
       << "|---|---|---|---|---|---|---|\n";

@@ -76,6 +76,9 @@ void first_bad(std::ostringstream& o, const Report& r) {
 
 std::string render_text(const Report& r) {
   std::ostringstream o;
+  if (!r.stub_kernels.empty())
+    o << "note: " << stub_line(r) << "\n"
+      << (r.first_error() || r.first_divergence.number || !r.groups.empty() ? "\n" : "");
   first_bad(o, r);
   size_t shown = 0, hidden_findings = 0;
   for (auto& g : r.groups) {

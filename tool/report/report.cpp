@@ -53,6 +53,52 @@ std::string Report::location(const std::string& pointer) const {
   return model_path.empty() ? pointer : model_path + ":" + pointer;
 }
 
+void leave_out_stub_notes(Report& r, const std::vector<std::string>& stub_kernels) {
+  r.stub_kernels = stub_kernels;
+  if (stub_kernels.empty()) return;
+  std::set<std::string> stubs(stub_kernels.begin(), stub_kernels.end());
+  std::vector<Finding> kept;
+  for (auto& f : r.findings) {
+    bool body_note = f.check == "missed-static" || f.check == "missed-intermediate";
+    if (body_note && stubs.count(f.kernel)) {
+      ++r.stub_notes_left_out;
+      continue;
+    }
+    // "Benign here" rests on the call's outputs; a stub's outputs say nothing: the finding keeps
+    // its check's severity and says why.
+    const std::string benign =
+        "; benign here: the call's outputs are bit-identical to the "
+        "no-reuse run's";
+    const CheckEntry* e = find_check(f.check);
+    if (stubs.count(f.kernel) && e && f.message.size() > benign.size() &&
+        f.message.compare(f.message.size() - benign.size(), benign.size(), benign) == 0) {
+      f.message.resize(f.message.size() - benign.size());
+      f.severity = e->info->severity;
+      for (auto& [k, v] : f.evidence)
+        if (k == "severity")
+          v = std::string(severity_name(f.severity)) +
+              ": the kernel read stale bytes; its outputs match only because its body is a "
+              "stub that does not read them";
+    }
+    kept.push_back(std::move(f));
+  }
+  r.findings = std::move(kept);
+}
+
+std::string stub_line(const Report& r) {
+  if (r.stub_kernels.empty()) return "";
+  std::string s = std::to_string(r.stub_kernels.size()) + " kernel(s) still have stub bodies (";
+  for (size_t i = 0; i < r.stub_kernels.size() && i < 6; ++i)
+    s += (i ? ", " : "") + r.stub_kernels[i];
+  if (r.stub_kernels.size() > 6) s += ", ...";
+  s += "; fill ops reading no input, e.g. a bo-doctor skeleton's): the reuse plan and the data "
+       "checks stand, but outputs and what the kernels read are placeholders";
+  if (r.stub_notes_left_out)
+    s += "; " + std::to_string(r.stub_notes_left_out) +
+         " missed-static/missed-intermediate note(s) that depend on the bodies are left out";
+  return s + ". Fill in the bodies (docs/skeleton.md).";
+}
+
 std::string Coverage::note() const {
   std::string s;
   if (!no_reuse && ran < checks) {

@@ -92,6 +92,11 @@ struct Report {
   // Line and column in model.json of the JSON pointers findings name (set by the command
   // when the model file is at hand; empty for a trace without one).
   std::map<std::string, TextPos> positions;
+  // Kernels whose bodies are still stubs (a skeleton's `fill` bodies, which read no input): every
+  // format says so once at the top; body-dependent optimisation notes on their calls are left
+  // out (set by leave_out_stub_notes, before the gate).
+  std::vector<std::string> stub_kernels;
+  int stub_notes_left_out = 0;
   // A new finding at or above --fail-on: exit 1 and verdict "fail".
   bool fails() const;
   bool fails(const Finding& f) const;  // this one is such a finding
@@ -116,6 +121,15 @@ Report build_report(const std::string& command, const Trace& t, bool timings,
 // suppressions (an unused one becomes a note), groups, then the counts and the first error.
 // Exit 2 for an unknown check id in a suppression.
 Status apply_gate(Report& r, const GateOptions& g);
+
+// Names the stub kernels and drops the findings that only a real body could support on their
+// calls: missed-static and missed-intermediate (what the stub writes, or leaves zero, says nothing
+// of what the kernel needs). Call before apply_gate.
+void leave_out_stub_notes(Report& r, const std::vector<std::string>& stub_kernels);
+
+// "2 kernel(s) still have stub bodies (...)...": the line every format shows at the top; "" when
+// none.
+std::string stub_line(const Report& r);
 
 // The counts and the first error from the findings' statuses (apply_gate ends with it).
 void count_findings(Report& r);
