@@ -143,15 +143,17 @@ void expect_replays(const Trace& t, const Loaded& l, bool labels) {
         // binding whose data moved on in a skipped slot: one slice per distinct value
         bool values = gs.host.name.find("_values[") != std::string::npos;
         std::string value = std::to_string(ws.host.hash);
-        auto a =
-            names.emplace(values ? ws.host.name + "#" + value : ws.host.name, gs.host.name).first;
-        auto b = back.emplace(gs.host.name, values ? value : ws.host.name).first;
+        // (a recorder's names are slot names: one array per kernel and name)
+        std::string name =
+            t.header.named_bindings ? ws.host.name : want.kernel + "/" + ws.host.name;
+        auto a = names.emplace(values ? name + "#" + value : name, gs.host.name).first;
+        auto b = back.emplace(gs.host.name, values ? value : name).first;
         if (values) {
           EXPECT_EQ(b->second, value) << "'" << gs.host.name << "' stands for two values";
           continue;
         }
-        EXPECT_EQ(a->second, gs.host.name) << "'" << ws.host.name << "' bound as two arrays";
-        EXPECT_EQ(b->second, ws.host.name) << "'" << gs.host.name << "' stands for two bindings";
+        EXPECT_EQ(a->second, gs.host.name) << "'" << name << "' bound as two arrays";
+        EXPECT_EQ(b->second, name) << "'" << gs.host.name << "' stands for two bindings";
       }
     }
   }
@@ -463,6 +465,34 @@ TEST(SkeletonTest, DistinctValuesOfAStaticSlotReplayTheStaleSlot) {
   EXPECT_TRUE(found) << res.out;
   // Said once, at the top: the bodies are stubs.
   EXPECT_EQ(j["stub_bodies"]["kernels"], nlohmann::json::array({"rope"})) << res.out;
+}
+
+// A recorder names bindings by slot, with the layer label ("arg1@L0"): each kernel's slot is one
+// array, its layers the slices, so the layer loop folds ("o_arg1[l]") under the token loop.
+TEST(SkeletonTest, RecorderSlotNamesFoldIntoLayerLoops) {
+  TraceBuilder b;
+  b.kernel("qkv", {"x", "w", "out"}).kernel("o", {"x", "w", "out"});
+  for (int tok = 0; tok < 3; ++tok)
+    for (int l = 0; l < 2; ++l)
+      for (const char* k : {"qkv", "o"}) {
+        auto& c = b.call(k, std::string(k) + "_L" + std::to_string(l)).statics({1});
+        c.phase("decode").token(tok).layer(l);
+        c.slot(0).var("arg0@L" + std::to_string(l));
+        c.slot(1)
+            .tensor("arg1@L" + std::to_string(l))
+            .hash(static_cast<uint64_t>(100 + l + (k[0] == 'o' ? 10 : 0)));
+      }
+  Trace t = b.build();
+  t.header.named_bindings = false;  // a recording
+  auto r = skeleton_model(t, "rec.trace.jsonl");
+  ASSERT_TRUE(r.ok()) << r.error().line();
+  std::string prog = r.value()["program"].dump();
+  EXPECT_NE(prog.find("\"loop\":\"l\""), std::string::npos) << prog;
+  EXPECT_NE(prog.find("\"w\":\"qkv_arg1[l]\""), std::string::npos) << prog;
+  EXPECT_NE(prog.find("\"w\":\"o_arg1[l]\""), std::string::npos) << prog;
+  Loaded l;
+  ASSERT_TRUE(load(r.value(), l));
+  expect_replays(t, l, true);
 }
 
 // Names that clash once made valid ("v-1", "v:1", ... all become "v") get v, v_2, v_3, ... in

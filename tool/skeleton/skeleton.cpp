@@ -153,6 +153,14 @@ Result<nlohmann::ordered_json> skeleton_model(const Trace& t, const std::string&
     return Arrays::indexable(c.kernel + "_" + slot + "_values") + "[" + std::to_string(k) + "]";
   };
 
+  // A recorder names a binding by its slot ("arg1", "arg1@L0" with the layer label), not by its
+  // array: one slot name in two kernels is two arrays, so the kernel's name goes in front
+  // ("o_ffn_arg1@L0" -> the array o_ffn_arg1, layer 0's slice). Views keep their own names.
+  auto recorded_name = [&](const TraceCall& c, const TraceSlot& ts) {
+    if (t.header.named_bindings || ts.host.source == ArraySource::view) return ts.host.name;
+    return c.kernel + "_" + ts.host.name;
+  };
+
   // Every slot's binding.
   Arrays arrays;
   std::vector<std::vector<SlotUse>> uses(t.calls.size());
@@ -175,7 +183,8 @@ Result<nlohmann::ordered_json> skeleton_model(const Trace& t, const std::string&
       if (moving)
         u.ident = arrays.use(*moving, false, kp.dtypes[s], model_shape(kp, s, params[i]), true);
       else
-        u.ident = arrays.use(ts.host.name, tensor, kp.dtypes[s], model_shape(kp, s, params[i]));
+        u.ident =
+            arrays.use(recorded_name(c, ts), tensor, kp.dtypes[s], model_shape(kp, s, params[i]));
       u.placeholder = src == ArraySource::placeholder;
       // np.empty(0): the reuse engine wrote the slot, 0 bytes.
       u.empty = u.placeholder && t.header.caps.run && ts.written && ts.written_bytes == 0 &&

@@ -52,7 +52,14 @@ int64_t elements(const Shape& s) {
 constexpr size_t kMaxIndexRank = 4;
 
 // "wq[2]" -> ("wq", {2}); nullopt for anything else (row ranges, odd characters).
-std::optional<std::pair<std::string, std::vector<int64_t>>> parse_name(const std::string& s) {
+std::optional<std::pair<std::string, std::vector<int64_t>>> parse_name(const std::string& in) {
+  // A recorder's per-layer name "arg9@L1" (the slot's name and the call's layer label) is the
+  // layer's slice of one array: "arg9[1]", so a layer loop binds "arg9[l]".
+  std::string s = in;
+  size_t at = s.rfind("@L");
+  if (at != std::string::npos && at > 0 && at + 2 < s.size() && s.size() - at - 2 <= 4 &&
+      s.find_first_not_of("0123456789", at + 2) == std::string::npos)
+    s = s.substr(0, at) + "[" + s.substr(at + 2) + "]";
   size_t lb = s.find('[');
   std::string base = s.substr(0, lb);
   if (!is_array_name(base)) return std::nullopt;
