@@ -495,6 +495,27 @@ TEST(SkeletonTest, RecorderSlotNamesFoldIntoLayerLoops) {
   expect_replays(t, l, true);
 }
 
+// A placeholder is described as one in the tensor's doc, a plain tensor as seeded data.
+TEST(SkeletonTest, PlaceholdersAreDescribedAsSuch) {
+  TraceBuilder b;
+  b.kernel("k", {"x", "w", "v", "out"});
+  for (int i = 0; i < 2; ++i) {
+    auto& c = b.call("k", "k").statics({1, 2});
+    c.slot(1).tensor("w");
+    if (i)
+      c.slot(2).placeholder("v");
+    else
+      c.slot(2).tensor("v");
+  }
+  auto r = skeleton_model(b.build(), "ph.trace.jsonl");
+  ASSERT_TRUE(r.ok()) << r.error().line();
+  const ojson& ts = r.value()["tensors"];
+  EXPECT_NE(ts["v"]["doc"].get<std::string>().find("a placeholder where the program passed"),
+            std::string::npos)
+      << ts.dump();
+  EXPECT_EQ(ts["w"]["doc"].get<std::string>().find("placeholder"), std::string::npos);
+}
+
 // Names that clash once made valid ("v-1", "v:1", ... all become "v") get v, v_2, v_3, ... in
 // order of first use; 20,000 of them in one trace (the numbering is linear: 22.4 s before,
 // build/tests/bod_tests --gtest_filter='SkeletonTest.ClashingNames*' times it). A name with

@@ -183,8 +183,8 @@ Result<nlohmann::ordered_json> skeleton_model(const Trace& t, const std::string&
       if (moving)
         u.ident = arrays.use(*moving, false, kp.dtypes[s], model_shape(kp, s, params[i]), true);
       else
-        u.ident =
-            arrays.use(recorded_name(c, ts), tensor, kp.dtypes[s], model_shape(kp, s, params[i]));
+        u.ident = arrays.use(recorded_name(c, ts), tensor, kp.dtypes[s],
+                             model_shape(kp, s, params[i]), false, src == ArraySource::placeholder);
       u.placeholder = src == ArraySource::placeholder;
       // np.empty(0): the reuse engine wrote the slot, 0 bytes.
       u.empty = u.placeholder && t.header.caps.run && ts.written && ts.written_bytes == 0 &&

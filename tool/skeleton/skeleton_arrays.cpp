@@ -80,8 +80,8 @@ std::optional<std::pair<std::string, std::vector<int64_t>>> parse_name(const std
 
 }  // namespace
 
-int Arrays::use(const std::string& name, bool tensor_use, DType dt, const Shape& shape,
-                bool seeded) {
+int Arrays::use(const std::string& name, bool tensor_use, DType dt, const Shape& shape, bool seeded,
+                bool placeholder) {
   auto key = std::make_tuple(name, dt, elements(shape));
   auto it = ids_.find(key);
   if (it == ids_.end()) {
@@ -90,6 +90,7 @@ int Arrays::use(const std::string& name, bool tensor_use, DType dt, const Shape&
   }
   if (tensor_use) tensor_names_.insert(base_of(name));
   if (seeded) seeded_names_.insert(base_of(name));
+  if (placeholder) placeholder_names_.insert(base_of(name));
   return it->second;
 }
 
@@ -178,7 +179,13 @@ void Arrays::emit(ojson& tensors, ojson& vars) const {
     if (g.tensor) {
       bool real = f.dtype == DType::bf16 || f.dtype == DType::f32;
       j["init"] = real ? ojson{{"normal", {{"std", 0.02}}}} : ojson("zeros");
-      j["doc"] = doc + "; seeded stand-in data";
+      bool ph = false;
+      for (size_t m : g.members) ph = ph || placeholder_names_.count(base_of(idents_[m].name));
+      j["doc"] = doc + (ph ? "; a placeholder where the program passed an empty or all-zero "
+                             "array standing in for data freed after its upload (those calls "
+                             "bind {\"placeholder\": ...}); the seeded values stand in for the "
+                             "real data"
+                           : "; seeded stand-in data");
       tensors[g.base] = j;
     } else if (g.seeded) {
       bool real = f.dtype == DType::bf16 || f.dtype == DType::f32;

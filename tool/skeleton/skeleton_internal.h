@@ -70,7 +70,7 @@ class Arrays {
   // `seeded`: a var whose slices hold the distinct values one recorded binding had (seeded
   // data, so they differ), never a tensor.
   int use(const std::string& name, bool tensor_use, DType dt, const Shape& shape,
-          bool seeded = false);
+          bool seeded = false, bool placeholder = false);
 
   // Groups the identities into tensors and vars (after every use is known).
   void build();
@@ -92,8 +92,9 @@ class Arrays {
 
   std::map<std::tuple<std::string, DType, int64_t>, int> ids_;
   std::vector<Ident> idents_;
-  std::set<std::string> tensor_names_;  // bases bound as tensors, placeholders or statics
-  std::set<std::string> seeded_names_;  // bases holding a binding's distinct values
+  std::set<std::string> tensor_names_;       // bases bound as tensors, placeholders or statics
+  std::set<std::string> seeded_names_;       // bases holding a binding's distinct values
+  std::set<std::string> placeholder_names_;  // bases passed as placeholders
   std::vector<Group> groups_;
 };
 
