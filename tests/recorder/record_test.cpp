@@ -574,8 +574,10 @@ TEST_F(Record, PerCallInputInIntermediateIsWarnedThenProven) {
 // Hashing only what can have changed (BO hashes reused between the calls that bind a BO, host
 // arrays write-tracked, untouched zero pages unread) against BOD_RECORD_EXACT=1 (every byte
 // hashed): every seeded bug gives the same trace hashes and the same findings, with and without
-// --shadow.
-TEST_F(Record, ShortcutsOnAndOffGiveTheSameTrace) {
+// --shadow. One test per bug, so each stays short under a sanitizer build.
+class RecordShortcuts : public Record, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(RecordShortcuts, OnAndOffGiveTheSameTrace) {
   auto hashes = [](const Trace& t) {
     std::vector<uint64_t> h;
     for (auto& c : t.calls)
@@ -584,33 +586,41 @@ TEST_F(Record, ShortcutsOnAndOffGiveTheSameTrace) {
                            s.noreuse_post});
     return h;
   };
-  for (const char* bug :
-       {"none", "key-collision", "stale-static", "size-mismatch", "placeholder-upload",
-        "alias-conflict", "static-clobber", "view-overwritten", "missed-static"})
-    for (bool shadow : {false, true}) {
-      std::string findings[2];
-      std::vector<uint64_t> h[2];
-      for (int exact = 0; exact < 2; ++exact) {
-        fs::path trace = dir_ / ("t" + std::to_string(exact) + ".jsonl");
-        Proc r = run(std::string(exact ? "BOD_RECORD_EXACT=1 " : "") + BOD_BINARY + " record " +
-                     (shadow ? "--shadow " : "") + "--force -o " + trace.string() + " -- " +
-                     program(bug));
-        ASSERT_EQ(r.code, 0) << bug << r.err;
-        auto t = read_trace(trace.string());
-        ASSERT_TRUE(t) << t.error().line();
-        h[exact] = hashes(*t);
-        json a = json::parse(
-            run(std::string(BOD_BINARY) + " analyze --format json " + trace.string()).out, nullptr,
-            false);
-        findings[exact] = describe(a);
-      }
-      EXPECT_EQ(h[0], h[1]) << bug << (shadow ? " --shadow" : "");
-      EXPECT_EQ(findings[0], findings[1]) << bug << (shadow ? " --shadow" : "");
-      if (shadow && std::string(bug) != "none") {
-        EXPECT_NE(findings[0], "") << bug;
-      }
+  const char* bug = GetParam();
+  for (bool shadow : {false, true}) {
+    std::string findings[2];
+    std::vector<uint64_t> h[2];
+    for (int exact = 0; exact < 2; ++exact) {
+      fs::path trace = dir_ / ("t" + std::to_string(exact) + ".jsonl");
+      Proc r =
+          run(std::string(exact ? "BOD_RECORD_EXACT=1 " : "") + BOD_BINARY + " record " +
+              (shadow ? "--shadow " : "") + "--force -o " + trace.string() + " -- " + program(bug));
+      ASSERT_EQ(r.code, 0) << bug << r.err;
+      auto t = read_trace(trace.string());
+      ASSERT_TRUE(t) << t.error().line();
+      h[exact] = hashes(*t);
+      json a =
+          json::parse(run(std::string(BOD_BINARY) + " analyze --format json " + trace.string()).out,
+                      nullptr, false);
+      findings[exact] = describe(a);
     }
+    EXPECT_EQ(h[0], h[1]) << bug << (shadow ? " --shadow" : "");
+    EXPECT_EQ(findings[0], findings[1]) << bug << (shadow ? " --shadow" : "");
+    if (shadow && std::string(bug) != "none") {
+      EXPECT_NE(findings[0], "") << bug;
+    }
+  }
 }
+
+INSTANTIATE_TEST_SUITE_P(Record, RecordShortcuts,
+                         ::testing::Values("none", "key-collision", "stale-static", "size-mismatch",
+                                           "placeholder-upload", "alias-conflict", "static-clobber",
+                                           "view-overwritten", "missed-static"),
+                         [](const ::testing::TestParamInfo<const char*>& i) {
+                           std::string n;
+                           for (const char* c = i.param; *c; ++c) n += *c == '-' ? '_' : *c;
+                           return n;
+                         });
 
 // A static host array of 4 MiB changed in place between two calls (a LoRA merge by numpy, then
 // a LUT recomputed by reading a file into it: a write by the kernel into a write-tracked page)
