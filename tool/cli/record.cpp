@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,10 +17,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "cli/commands.h"
-#include "core/write_atomic.h"
 #include "trace/spool.h"
 #include "trace/trace_io.h"
 
@@ -86,6 +87,17 @@ std::vector<std::string> child_env(const RecordOptions& o, const std::string& sp
   return env;
 }
 
+// The program's pid while it runs, for the relay of SIGINT/SIGTERM/SIGHUP to it.
+volatile sig_atomic_t g_child = 0;
+
+// record relays a signal it is sent to the program, which handles it as it would alone
+// (record itself keeps running, to assemble what was recorded). A signal the terminal raised
+// (Ctrl-C) reached the program with the whole foreground process group: not sent twice.
+void relay(int sig, siginfo_t* info, void*) {
+  if (info && info->si_code == SI_KERNEL) return;
+  if (g_child > 0) kill(static_cast<pid_t>(g_child), sig);
+}
+
 // Runs the command; returns its exit code (128 + signal when killed), or an error.
 Result<int> run_child(const RecordOptions& o, const std::string& spool,
                       const std::vector<std::string>& extra = {}) {
@@ -95,32 +107,40 @@ Result<int> run_child(const RecordOptions& o, const std::string& spool,
   argv.push_back(nullptr);
   for (auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
-  // Ctrl-C goes to the whole process group: let the program handle it, then assemble.
-  struct sigaction ignore {
-  }, old_int{}, old_term{};
-  ignore.sa_handler = SIG_IGN;
-  sigaction(SIGINT, &ignore, &old_int);
-  sigaction(SIGTERM, &ignore, &old_term);
+  const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+  sigset_t block, old_mask;
+  sigemptyset(&block);
+  for (int s : sigs) sigaddset(&block, s);
+  sigprocmask(SIG_BLOCK, &block, &old_mask);  // until the pid is known
+  struct sigaction act {
+  }, old[3];
+  act.sa_sigaction = relay;
+  act.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&act.sa_mask);
+  for (int i = 0; i < 3; ++i) sigaction(sigs[i], &act, &old[i]);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
-  sigset_t deflt;
+  sigset_t deflt, none;
   sigemptyset(&deflt);
-  sigaddset(&deflt, SIGINT);
-  sigaddset(&deflt, SIGTERM);
+  for (int s : sigs) sigaddset(&deflt, s);
+  sigemptyset(&none);
   posix_spawnattr_setsigdefault(&attr, &deflt);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
   pid_t pid = 0;
   int rc = posix_spawnp(&pid, argv[0], &fa, &attr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
+  if (rc == 0) g_child = pid;
+  sigprocmask(SIG_SETMASK, &old_mask, nullptr);
   int status = 0;
   if (rc == 0)
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
+  g_child = 0;
+  for (int i = 0; i < 3; ++i) sigaction(sigs[i], &old[i], nullptr);
   if (rc != 0)
     return Error{o.command[0],
                  std::string("cannot run: ") + std::strerror(rc) +
@@ -128,6 +148,79 @@ Result<int> run_child(const RecordOptions& o, const std::string& spool,
                  Exit::bad_input};
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+// The spool files the recorded processes wrote (non-empty regular files), sorted.
+std::vector<std::string> spool_files(const fs::path& dir) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator();
+       it.increment(ec)) {
+    std::error_code e2;
+    if (it->is_regular_file(e2) && it->file_size(e2) > 0) files.push_back(it->path().string());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// Writes the trace from the spool files to `out` atomically (a temp file beside it, checked
+// by the trace reader, fsynced and renamed into place), in bounded memory.
+Status write_trace(const std::vector<std::string>& files, const std::string& out,
+                   const std::string& spool_dir, SpoolSummary& sum, uintmax_t& size) {
+  fs::path target(out);
+  fs::path tmp = fs::absolute(target).parent_path() /
+                 ("." + target.filename().string() + ".tmp." + std::to_string(getpid()));
+  auto cleanup = [&] {
+    std::error_code ec;
+    fs::remove(tmp, ec);
+  };
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) return Error{tmp.string(), "cannot create the trace's temp file", Exit::bad_input};
+    auto st = assemble_spools(files, f, sum);
+    f.close();
+    if (!st || !f) {
+      cleanup();
+      Error e = st ? Error{tmp.string(), "cannot write the trace"} : st.error();
+      e.what += " (the spool folder " + spool_dir + " is kept)";
+      e.code = Exit::backend;
+      return e;
+    }
+  }
+  auto t = read_trace(tmp.string());
+  if (!t) {
+    cleanup();
+    std::string where = t.error().where;
+    if (where.rfind(tmp.string(), 0) == 0) where = out + where.substr(tmp.string().size());
+    return Error{where,
+                 t.error().what + " (the recorder wrote an invalid trace; the spool folder " +
+                     spool_dir + " is kept)",
+                 Exit::backend};
+  }
+  std::error_code ec;
+  size = fs::file_size(tmp, ec);
+  if (out == "-" || out == "/dev/stdout") {  // the trace on stdout
+    std::ifstream f(tmp, std::ios::binary);
+    std::cout << f.rdbuf() << std::flush;
+    cleanup();
+    return ok_status();
+  }
+  int fd = ::open(tmp.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+  fs::rename(tmp, target, ec);
+  if (ec) {
+    cleanup();
+    return Error{out, "cannot write the trace: " + ec.message(), Exit::bad_input};
+  }
+  int dfd = ::open(fs::absolute(target).parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return ok_status();
 }
 
 }  // namespace
@@ -178,51 +271,45 @@ CommandResult cmd_record(const RecordOptions& o) {
     return cmd_record_xrt(o, out, [](const RecordOptions& ro, const std::vector<std::string>& e) {
       return run_child(ro, "", e);
     });
+  // Every recorded process writes its own spool file into this folder (docs/recording.md).
   fs::path dir = fs::absolute(out).parent_path();
   std::string spool =
       (dir / (fs::path(out).filename().string() + ".spool." + std::to_string(getpid()))).string();
-  {
-    std::ofstream s(spool, std::ios::trunc);
-    if (!s) return fail(Error{spool, "cannot create the recorder's spool file", Exit::bad_input});
-  }
-  spdlog::info("recording {} (spool {})", o.command[0], spool);
+  if (::mkdir(spool.c_str(), 0700) != 0)
+    return fail(Error{
+        spool, std::string("cannot create the recorder's spool folder: ") + std::strerror(errno),
+        Exit::bad_input});
+  auto drop_spool = [&] {
+    std::error_code ec;
+    fs::remove_all(spool, ec);
+  };
+  spdlog::info("recording {} (spool folder {})", o.command[0], spool);
   auto rc = run_child(o, spool);
   if (!rc) {
-    fs::remove(spool);
+    drop_spool();
     return fail(rc.error());
   }
-  {
-    // The recorder never started (its preflight stopped the program, having said why, and
-    // removed the spool, or the program ran no Python): nothing to keep.
-    std::error_code ec;
-    if (!fs::exists(spool, ec) || fs::file_size(spool, ec) == 0) {
-      fs::remove(spool, ec);
-      CommandResult r;
-      r.code = rc.value() != 0 ? static_cast<Exit>(rc.value()) : Exit::bad_input;
-      r.log = "record: nothing recorded: the recorder never started in " + o.command[0] +
-              " (it exited " + std::to_string(rc.value()) + "); no trace written\n";
-      return r;
-    }
+  auto files = spool_files(spool);
+  if (files.empty()) {
+    // The recorder never started (a program that is not Python, python3 -E/-I, a preflight
+    // that stopped the program having said why): nothing to keep; the program's status stands.
+    drop_spool();
+    CommandResult r;
+    r.code = static_cast<Exit>(rc.value());
+    r.log = "record: warning: nothing recorded: the recorder never started in " + o.command[0] +
+            " (not a Python program, or Python run with -E/-I, which ignore PYTHONPATH); no "
+            "trace written; the program exited " +
+            std::to_string(rc.value()) + "\n";
+    return r;
   }
-  std::ifstream in(spool);
   SpoolSummary sum;
-  auto text = trace_text_from_spool(in, spool, sum);
-  if (!text) return fail(text.error());  // the spool stays for a bug report
-  std::istringstream check(text.value());
-  auto t = read_trace(check, out);
-  if (!t)
-    return fail(Error{t.error().where,
-                      t.error().what +
-                          " (the recorder wrote an invalid trace; "
-                          "the spool " +
-                          spool + " is kept)",
-                      Exit::backend});
-  if (auto st = write_atomic(out, text.value()); !st) return fail(st.error());
-  fs::remove(spool);
+  uintmax_t size = 0;
+  if (auto st = write_trace(files, out, spool, sum, size); !st) return fail(st.error());
+  drop_spool();
   std::ostringstream msg;
   msg << "recorded " << sum.calls << " call(s) of " << o.command[0] << " to " << out << " ("
-      << text->size() / 1024 << " KiB, " << (sum.calls ? text->size() / sum.calls : 0)
-      << " bytes/call"
+      << size / 1024 << " KiB, " << (sum.calls ? size / sum.calls : 0) << " bytes/call"
+      << (sum.processes > 1 ? ", " + std::to_string(sum.processes) + " processes" : "")
       << (sum.ended ? ", recorder time " + std::to_string(sum.recorder_seconds).substr(0, 6) + " s"
                     : "")
       << (sum.shadow ? ", with shadow runs" : "") << (sum.torn ? ", last call cut off" : "")

@@ -59,6 +59,7 @@ std::string TraceCall::where() const {
   auto add = [&s](const std::string& part) { s += (s.empty() ? "" : " ") + part; };
   if (token >= 0) add("t=" + std::to_string(token));
   if (layer >= 0) add("l=" + std::to_string(layer));
+  if (process > 0) add("process " + std::to_string(process));
   if (thread > 0) add("thread " + std::to_string(thread));
   return s;
 }

@@ -148,6 +148,7 @@ struct TraceCall {
   long long token = -1, layer = -1;
   std::string path;  // source location (JSON pointer, or file:line)
   int thread = 0;    // the program thread that made the call: 0 the first to call, 1, 2 ... others
+  int process = 0;   // the recorded process that made it: 0 the first to start, 1, 2 ... others
   int key_first_call = 0;  // first call of this bo_key in this namespace
   std::vector<TraceSlot> slots;
   // Run (caps.run)

@@ -120,6 +120,10 @@ bool on_another_thread(const TraceCall& c) {
   return c.thread != 0;
 }
 
+bool in_another_process(const TraceCall& c) {
+  return c.process != 0;
+}
+
 bool rewritten(const BodyAccess& a) {
   return a.rewritten_before_read;
 }
@@ -316,6 +320,11 @@ const Record<TraceCall>& call_record() {
                   "thread",
                   "the thread that made the call, in order of first call; written when not 0",
                   Gate::none, Presence::optional, on_another_thread),
+              f<R, &R::process, Int<0, INT_MAX>>(
+                  "process",
+                  "the recorded process that made the call, in order of start (its cache "
+                  "namespaces end in @p<process>); written when not 0",
+                  Gate::none, Presence::optional, in_another_process),
               obj<R, &R::xrt, XrtRun, xrt_run_record>("xrt", "the run: its number and state",
                                                       Gate::xrt),
           },

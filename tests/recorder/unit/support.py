@@ -46,7 +46,7 @@ class RecorderTest(unittest.TestCase):
             "load_and_run": self.rec.attacher.wrap(KernelCache.load_and_run)})
 
     def tearDown(self):
-        self.spool._f.close()
+        self.spool.close()
         self._tmp.cleanup()
 
     def cache(self):

@@ -1,4 +1,5 @@
 """The spool writer: whole lines from many threads, call blocks in call-number order."""
+import json
 import os
 import tempfile
 import threading
@@ -16,7 +17,7 @@ class SpoolTest(unittest.TestCase):
         self.spool = Spool(self.path)
 
     def tearDown(self):
-        self.spool._f.close()
+        self.spool.close()
         self._tmp.cleanup()
 
     def test_lines_from_threads_are_whole(self):
@@ -74,3 +75,74 @@ class SpoolTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class SpoolDescriptor(unittest.TestCase):
+    """The spool's descriptor cannot be reached by the program (docs/recording.md)."""
+
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory(prefix="bod_spool_fd_")
+        self.path = os.path.join(self._tmp.name, "spool")
+        self.user = os.path.join(self._tmp.name, "user.txt")
+        with open(self.user, "w") as f:
+            f.write("mine\n")
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def test_descriptor_is_high_and_close_on_exec(self):
+        s = Spool(self.path)
+        self.assertGreaterEqual(s._fd, 64)
+        self.assertFalse(os.get_inheritable(s._fd))
+        s.close()
+
+    def test_closed_descriptor_reused_by_the_program_is_never_written(self):
+        s = Spool(self.path)
+        s.write(EndRecord(1, 0.0))
+        fd = s._fd
+        os.close(fd)  # os.closerange(3, ...)
+        u = os.open(self.user, os.O_WRONLY | os.O_APPEND)
+        os.dup2(u, fd)  # the program's file on the spool's number
+        s.write(EndRecord(2, 0.0))
+        s.write_call(1, [Labels("a", 1, 0)])
+        with open(self.user) as f:
+            self.assertEqual(f.read(), "mine\n")
+        self.assertEqual([g.get("calls", g.get("phase")) for g in support.read_lines(self.path)],
+                         [1, 2, "a"])
+        os.close(u)
+        os.close(fd)
+        s.close()
+
+    def test_spool_files_of_one_folder_are_per_process(self):
+        a = Spool.in_folder(self._tmp.name)
+        b = Spool.in_folder(self._tmp.name)  # an exec'd interpreter: same pid, next file
+        self.assertNotEqual(a.path, b.path)
+        self.assertEqual(os.path.basename(a.path), "%d-0.jsonl" % os.getpid())
+        a.close()
+        b.close()
+
+
+class Text(unittest.TestCase):
+    def test_bytes_that_are_not_utf8_are_escaped(self):
+        from bo_doctor._records import line
+        p = os.fsdecode(b"/tmp/caf\xff.py")
+        got = json.loads(line(Labels(p, 1, 2)))
+        self.assertEqual(got["phase"], "/tmp/caf\\xff.py")
+        self.assertEqual(json.loads(line(Labels("\ud800x", 1, 2)))["phase"], "\\ud800x")
+        self.assertEqual(json.loads(line(Labels("café", 1, 2)))["phase"], "café")
+
+
+class ChildEnvironment(unittest.TestCase):
+    def test_recorder_variables_put_back(self):
+        from bo_doctor import _children
+        _children._FOLDER = "/rec"
+        _children._VARS.clear()
+        _children._VARS.update({"BOD_RECORD_SPOOL": "/s"})
+        self.assertEqual(_children._fix_dict({"PATH": "/bin", "PYTHONPATH": "/mine"}),
+                         {"PATH": "/bin", "PYTHONPATH": "/rec:/mine", "BOD_RECORD_SPOOL": "/s"})
+        self.assertIsNone(_children._fix_dict({"PYTHONPATH": "/rec:/mine",
+                                                "BOD_RECORD_SPOOL": "/s"}))
+        self.assertEqual(_children._fix_list([b"A=1"]),
+                         [b"A=1", b"BOD_RECORD_SPOOL=/s", b"PYTHONPATH=/rec"])
+        self.assertEqual(_children._fix_dict({b"X": b"1"}),
+                         {b"X": b"1", b"BOD_RECORD_SPOOL": b"/s", b"PYTHONPATH": b"/rec"})

@@ -6,8 +6,8 @@ user's environment behaves as without bo-doctor.
 
 The preflight runs before the program does any work: Python 3.10 or newer, numpy importable,
 bo-doctor's hash library (BOD_RECORD_HASHLIB) loadable. If one fails it prints one message
-naming this interpreter and the fix, removes the spool (nothing was recorded) and exits with
-status 2 at once. This file uses no syntax newer than Python 3.0, so an old interpreter still
+naming this interpreter and the fix and exits with status 2 at once (it has written no spool
+file: nothing was recorded). This file uses no syntax newer than Python 3.0, so an old interpreter still
 reaches the message.
 """
 import os
@@ -56,21 +56,22 @@ def _stop(problem, fix):
                                                  sys.version_info[0], sys.version_info[1],
                                                  problem, fix))
     sys.stderr.flush()
-    try:
-        os.unlink(os.environ["BOD_RECORD_SPOOL"])
-    except OSError:
-        pass
     os._exit(2)
 
 
 if os.environ.get("BOD_RECORD_SPOOL"):
     _bad = _preflight()
-    if _bad:
+    if _bad and os.environ.get("BOD_RECORD_STARTED"):
+        # A child of a recorded program: it runs as it would, unrecorded.
+        sys.stderr.write("bo-doctor record: process %d (%s) is not recorded: %s\n" %
+                         (os.getpid(), sys.executable or "python", _bad[0]))
+    elif _bad:
         _stop(*_bad)
-    try:
-        from bo_doctor import _record
-        _record.install_from_environment()
-    except Exception as e:  # the user's program must run even if the recorder cannot
-        sys.stderr.write("bo-doctor record: recorder not installed: %s\n" % e)
-        raise
+    if not _bad:
+        try:
+            from bo_doctor import _record
+            _record.install_from_environment(os.path.dirname(os.path.abspath(__file__)))
+        except Exception as e:  # the user's program must run even if the recorder cannot
+            sys.stderr.write("bo-doctor record: recorder not installed: %s\n" % e)
+            raise
 _chain_shadowed_sitecustomize()

@@ -52,7 +52,7 @@ def _identity(bo):
 
 class BoTable:
     def __init__(self, reuse=True):
-        self.first = {}    # id(bo) -> the first call that used it
+        self.first = {}    # (ns, pool, name, index) -> the first call that used that BO
         self.changed = {}  # id(bo) -> the last call that changed its bytes
         self.viewed = set()  # id(bo) of BOs the engine returned a view into (never synced)
         self.reuse = reuse

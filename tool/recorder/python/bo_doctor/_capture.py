@@ -69,6 +69,35 @@ def slot_index(i):
         return i
 
 
+def indices(v):
+    """An index list as passed (a list, set, tuple, numpy array, dict's keys): its elements as
+    slot_index gives them; [] for None or anything that is not iterable."""
+    if v is None:
+        return []
+    try:
+        return [slot_index(i) for i in v]
+    except TypeError:
+        return []
+
+
+def ints(values):
+    """The integer indices of a collection, sorted (the trace keeps only those: an index of
+    another type is the engine's to refuse)."""
+    return sorted(i for i in values if type(i) is int)
+
+
+def key_text(key):
+    """A bo_key as the trace's text: a str as is; any other key the engine accepts (an int, a
+    tuple) as its repr and its type, so two keys the engine tells apart stay apart."""
+    if isinstance(key, str):
+        return str.__str__(key)
+    try:
+        r = repr(key)
+    except Exception:
+        r = "?"
+    return "%s (%s)" % (r, type(key).__name__)
+
+
 def bind(sig, var_pos, cache, args, kwargs):
     """The call's Arguments; raises TypeError when the method does not take them."""
     bound = sig.bind(cache, *args, **kwargs)
@@ -77,13 +106,17 @@ def bind(sig, var_pos, cache, args, kwargs):
     name = a.get("name", args[0] if args else "?")
     inputs = list(a[var_pos])
     outs = a.get("output_indices")
-    return Arguments(bound, name, inputs, a.get("bo_key") or name,
-                     {slot_index(i) for i in a.get("static_input_indices") or []},
-                     {slot_index(i) for i in a.get("intermediate_indices") or []},
-                     sorted({slot_index(i) for i in outs}) if outs is not None
-                     else [len(inputs) - 1],
-                     {slot_index(k): v for k, v in (a.get("shared_alias") or {}).items()},
-                     bool(a.get("shared_nonstatic")))
+    key = a.get("bo_key")
+    alias = a.get("shared_alias")
+    try:
+        alias = {slot_index(k): v for k, v in alias.items()} if alias else {}
+    except (AttributeError, TypeError):
+        alias = {}
+    return Arguments(bound, name, inputs, name if key is None else key,
+                     set(indices(a.get("static_input_indices"))),
+                     set(indices(a.get("intermediate_indices"))),
+                     ints(set(indices(outs))) if outs is not None else [len(inputs) - 1],
+                     alias, bool(a.get("shared_nonstatic")))
 
 
 class CallCapture:
@@ -135,8 +168,19 @@ class CallCapture:
         return "arg%d@L%d" % (i, layer) if layer >= 0 else "arg%d" % i
 
     def describe(self, rec, i, x):
-        """The host side of slot i (§6 `host`)."""
-        arr = np.asarray(x)
+        """The host side of slot i (§6 `host`). An argument that is no array of plain data
+        (None, an object array, something numpy cannot take) is described as 0 bytes named
+        after its type: the engine refuses it with an error of its own, which the call records."""
+        try:
+            arr = np.asarray(x)
+            plain = not arr.dtype.hasobject
+        except Exception:
+            plain = False
+        if not plain:
+            return Host([0], "i8", 0, array_hash(np.zeros(0, np.uint8)), "var",
+                        "%s (%s: not an array the recorder can read)" % (self.binding_name(i),
+                                                                          type(x).__name__), 0,
+                        HostX(type(x).__name__, False, False))
         dtype, shape = dtype_name(arr)
         zs = zero_strides(arr)
         v = rec.views.find(arr)
@@ -175,13 +219,17 @@ class CallCapture:
             if bos is None or i >= len(bos):
                 size = 0 if bos is not None else h.bytes
                 pool = "unbound" if bos is not None else "key"
-                slots.append(Slot(role, i in out_set, h, Placement(ns, pool, a.key, i, size, first),
+                slots.append(Slot(role, i in out_set, h, Placement(ns, pool, key_text(a.key), i, size,
+                                                                  first),
                                   size, False, 0, NO_HASH, [h.hash, h.hash]))
                 continue
             bo = bos[i]
             size = int(bo.size())
-            rec.bos.first.setdefault(id(bo), n)
-            place = self.placement(pools.get(id(bo)), i, size, rec.bos.first[id(bo)])
+            place = self.placement(pools.get(id(bo)), i, size, 0)
+            # The BO's first call by its identity in the trace (ns, pool, name, index), as the
+            # trace reader numbers BOs (an id() a freed BO left to a new one says nothing).
+            place.first_call = rec.bos.first.setdefault(
+                (place.ns, place.pool, place.name, place.index), n)
             wrote = self.written[i] and not error.startswith(("ValueError: shared_alias",))
             nb = min(h.bytes, size)
             if wrote:
@@ -209,10 +257,10 @@ class CallCapture:
             w, k = changes.get(id(bo), (False, False))
             changes[id(bo)] = (w or wrote, k or after != before)
             slots.append(Slot(role, i in out_set, h, place, size, wrote, nb, wh, [before, after]))
-        call = Call(n, ns, self.kernel, a.key, a.key,
-                    sorted(i for i in a.static if isinstance(i, int)),
-                    sorted(i for i in a.inter if isinstance(i, int)), a.outs, a.shared_nonstatic,
-                    {str(k): str(v) for k, v in a.alias.items()}, self.labels, rec.caller(),
+        call = Call(n, ns, self.kernel, key_text(a.key), key_text(a.key), ints(a.static),
+                    ints(a.inter), a.outs, a.shared_nonstatic,
+                    {str(k): str(v) for k, v in a.alias.items() if type(k) is int},
+                    self.labels, rec.caller(),
                     first, slots, bool(error), error, [h2d, 0], [writes, 0],
                     CallX(bool(self.new), "%x" % id(self.cache)))
         if self.thread:
@@ -232,4 +280,4 @@ class CallCapture:
         if pool_key is not None:
             return Placement(self.ns, "shared", str(pool_key[0]), int(pool_key[1]), size,
                              first_call)
-        return Placement(self.ns, "key", self.args.key, i, size, first_call)
+        return Placement(self.ns, "key", key_text(self.args.key), i, size, first_call)

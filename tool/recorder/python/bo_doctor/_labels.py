@@ -18,6 +18,7 @@ nothing beyond the standard library, so `import bo_doctor` works in any program.
 """
 import contextlib
 import os
+import operator
 import re
 import threading
 
@@ -82,12 +83,25 @@ def frame_layer(loops=None):
     return -1
 
 
+def label_int(v):
+    """A layer or token label as the trace holds it: an integer of any kind (numpy's too) from
+    0 to 2**63-1; anything else (a negative number, 2**64, a float, a string) is -1, unknown."""
+    if isinstance(v, bool):
+        return -1
+    try:
+        i = operator.index(v)
+    except TypeError:
+        return -1
+    return i if 0 <= i < 2 ** 63 else -1
+
+
 def call_labels(key, ns, explicit, loops=None):
     """(phase, token, layer) of a call with this bo_key on the cache named ns; `loops`: the
     program's running loops (running_loops()), taken here when not given."""
     lab = current_labels()
     if explicit:
-        return str(lab.get("phase", "")), int(lab.get("token", -1)), int(lab.get("layer", -1))
+        return str(lab.get("phase", "")), label_int(lab.get("token", -1)), \
+            label_int(lab.get("layer", -1))
     layer = lab.get("layer")
     if layer is None:
         m = _KEY_LAYER.search(str(key))
@@ -96,7 +110,7 @@ def call_labels(key, ns, explicit, loops=None):
     if phase is None:
         phase = next((p for p in _PHASES if p in ns.lower()), "")
     token = lab.get("token")
-    return str(phase), int(token) if token is not None else -1, int(layer)
+    return str(phase), label_int(token) if token is not None else -1, label_int(layer)
 
 
 def holder_name(obj):

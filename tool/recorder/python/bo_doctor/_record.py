@@ -16,12 +16,24 @@ Threads: the state shared between calls (the call counter, the kernel table, cac
 key's and BO's first call, the view table, the shadow copies) is guarded by one lock, held while
 a call is numbered and described and while its outcome is recorded, never while the engine runs.
 Each call's own state is a CallCapture.
+
+Processes: each process records into its own spool file in the spool folder (BOD_RECORD_SPOOL,
+_spool.py). A child interpreter (subprocess, multiprocessing's spawn, exec) starts its own
+recorder through sitecustomize.py (_children.py keeps the variables in its environment). A
+forked child keeps the recorder it inherited (its tables describe the engine state the child
+inherited too) and, in the child, `_after_fork_in_child` gives it a spool file of its own whose
+header names the parent's spool and the last call number the parent had taken: the child's
+calls are numbered on from there. The fork hooks hold the recorder's and the spool's locks
+across the fork, so the child never inherits a lock another thread held. Write tracking
+(_written.py) does not survive a fork (userfaultfd registrations stay with the parent): the
+child hashes host arrays in full.
 """
 import atexit
 import os
 import sys
 import threading
 import time
+import weakref
 
 import numpy as np
 
@@ -31,7 +43,7 @@ from ._capture import CallCapture, bind, dtype_name
 from ._frames import refresh_snapshots
 from ._hashing import STATS
 from ._labels import call_labels, caller_path, holder_name
-from ._records import CallRecord, EndRecord, HeaderRecord, KernelRecord, KernelSlot
+from ._records import (CallRecord, EndRecord, ForkOf, HeaderRecord, KernelRecord, KernelSlot)
 from ._shadow import Shadow
 from ._spool import Spool
 from ._views import ViewTable
@@ -49,7 +61,8 @@ class Recorder:
         self.threads = {}        # threading.get_ident() -> thread number in the trace
         self.kernels = {}        # (name, nargs) -> kernel table entry name
         self.kernel_names = set()
-        self.caches = {}         # id(cache) -> namespace name
+        self.caches = {}         # id(cache) -> (weak reference to it or None, namespace name)
+        self.ns_names = set()    # every namespace name given out
         self.key_first = {}      # (ns, key) -> first call number
         self.bos = BoTable(reuse=not exact_requested())
         self.host_hashes = HostHashes()
@@ -59,8 +72,44 @@ class Recorder:
         self.seconds = 0.0       # time spent recording (not in the engine)
         self.stopped = False
         self.attacher = Attacher(self.record, target)
-        spool.write(HeaderRecord(PRODUCER, list(sys.argv if argv is None else argv),
-                                 bool(shadow)))
+        self.argv = list(sys.argv if argv is None else argv)
+        spool.write(self.header())
+
+    def header(self, fork_of=None):
+        h = HeaderRecord(PRODUCER, self.argv, self.shadow is not None)
+        h.pid, h.ppid, h.start_ns = os.getpid(), os.getppid(), time.monotonic_ns()
+        if fork_of is not None:
+            h.fork_of = fork_of
+        return h
+
+    # --- fork ----------------------------------------------------------------------------------
+
+    def before_fork(self):
+        self.lock.acquire()
+        self.spool._lock.acquire()
+
+    def after_fork_in_parent(self):
+        self.spool._lock.release()
+        self.lock.release()
+
+    def after_fork_in_child(self):
+        """The forked child: fresh locks, no other thread's call running, its own spool file
+        going on from the parent's last call number."""
+        parent = self.spool
+        self.lock = threading.RLock()
+        parent._lock = threading.Lock()
+        self.running = 0
+        self.seconds = 0.0
+        self.host_hashes.forget_after_fork()
+        folder = os.path.dirname(parent.path)
+        try:
+            parent.close()
+            self.spool = Spool.in_folder(folder, first=self.n + 1)
+            self.spool.write(self.header(ForkOf(os.path.basename(parent.path), self.n)))
+        except Exception as e:
+            self.stopped = True
+            sys.stderr.write("bo-doctor record: the forked process %d is not recorded (%s: %s)\n"
+                             % (os.getpid(), type(e).__name__, e))
 
     # --- one call ----------------------------------------------------------------------------
 
@@ -70,8 +119,9 @@ class Recorder:
             return orig(cache, *args, **kwargs)
         try:
             a = bind(sig, var_pos, cache, args, kwargs)
-        except TypeError:  # arguments the method does not take: its own error, unrecorded
-            return orig(cache, *args, **kwargs)
+            hash(a.key)
+        except Exception:  # arguments the method does not take (or an unhashable bo_key):
+            return orig(cache, *args, **kwargs)  # its own error, unrecorded
         c = CallCapture(orig, sig, var_pos, cache, a)
         with self.lock:
             t0 = time.perf_counter()
@@ -136,13 +186,19 @@ class Recorder:
 
     def cache_name(self, cache):
         """The namespace of a cache instance: the variable that holds it, else cache<k>."""
-        ns = self.caches.get(id(cache))
-        if ns is not None:
-            return ns
-        name = holder_name(cache) or "cache%d" % len(self.caches)
-        if name in self.caches.values():
-            name = "%s#%d" % (name, len(self.caches))
-        self.caches[id(cache)] = name
+        got = self.caches.get(id(cache))
+        # A cache that died and left its id() to a new one is a new namespace.
+        if got is not None and (got[0] is None or got[0]() is cache):
+            return got[1]
+        name = holder_name(cache) or "cache%d" % len(self.ns_names)
+        if name in self.ns_names:
+            name = "%s#%d" % (name, len(self.ns_names))
+        try:
+            ref = weakref.ref(cache)
+        except TypeError:
+            ref = None
+        self.caches[id(cache)] = (ref, name)
+        self.ns_names.add(name)
         return name
 
     def kernel_entry(self, name, inputs, cache, records):
@@ -181,15 +237,39 @@ class Recorder:
 _recorder = None
 
 
-def install_from_environment():
-    """Starts recording as BOD_RECORD_SPOOL, _TARGET, _SHADOW and _LABELS say (once)."""
+def _before_fork():
+    if _recorder is not None:
+        _recorder.before_fork()
+
+
+def _after_fork_in_parent():
+    if _recorder is not None:
+        _recorder.after_fork_in_parent()
+
+
+def _after_fork_in_child():
+    if _recorder is not None:
+        _recorder.after_fork_in_child()
+
+
+def install_from_environment(folder=None):
+    """Starts recording as BOD_RECORD_SPOOL (the spool folder; a file path is written as is),
+    _TARGET, _SHADOW and _LABELS say (once), and keeps child processes recorded."""
     global _recorder
     if _recorder is not None:
         return _recorder
     target = parse_target(os.environ.get("BOD_RECORD_TARGET", ""))
-    spool = Spool(os.environ["BOD_RECORD_SPOOL"])
+    where = os.environ["BOD_RECORD_SPOOL"]
+    spool = Spool.in_folder(where) if os.path.isdir(where) else Spool(where)
     _recorder = Recorder(spool, target, os.environ.get("BOD_RECORD_SHADOW") == "1",
                          os.environ.get("BOD_RECORD_LABELS") == "explicit")
     _recorder.attacher.install()
     atexit.register(_recorder.end)
+    os.environ["BOD_RECORD_STARTED"] = "1"  # children that cannot record run unrecorded
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
+                        after_in_child=_after_fork_in_child)
+    if folder:
+        from . import _children
+        _children.install(folder, {k: v for k, v in os.environ.items()
+                                   if k.startswith("BOD_RECORD_")})
     return _recorder

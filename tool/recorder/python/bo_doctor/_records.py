@@ -157,11 +157,24 @@ class KernelSlot:
 # --- spool lines ---------------------------------------------------------------------------
 
 @dataclass
+class ForkOf:
+    """A forked process's parent: its spool file (a name in the spool folder) and the number
+    of the last call the parent had numbered when it forked (this process's calls go on from
+    there; numbers up to it are the parent's calls)."""
+    spool: str
+    calls: int
+
+
+@dataclass
 class HeaderRecord:
     kind: str = field(default="header", init=False)
     producer: str
     argv: List[str]
     shadow: bool
+    pid: object = OMIT       # int: this process
+    ppid: object = OMIT      # int: its parent
+    start_ns: object = OMIT  # int: CLOCK_MONOTONIC when it started recording (orders processes)
+    fork_of: object = OMIT   # ForkOf, in a forked process
 
 
 @dataclass
@@ -204,11 +217,37 @@ def _names(cls):
     return names
 
 
+def text(s):
+    """A str as valid Unicode text: characters that are not (lone surrogates: bytes of a path or
+    message that were not UTF-8, decoded with surrogateescape) become `\\xNN` per byte
+    (`\\udNNN` for other lone surrogates), so the JSON line stays valid UTF-8."""
+    if s.isascii():
+        return s
+    try:
+        s.encode("utf-8")
+        return s
+    except UnicodeEncodeError:
+        pass
+    out = []
+    for ch in s:
+        o = ord(ch)
+        if 0xDC80 <= o <= 0xDCFF:
+            out.append("\\x%02x" % (o - 0xDC00))
+        elif 0xD800 <= o <= 0xDFFF:
+            out.append("\\u%04x" % o)
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
 def plain(v):
     """A record as JSON-ready values: dataclasses become dicts in field order (OMIT fields
-    left out), tuples lists, integers of any kind ints, non-finite floats the strings "nan", "inf", "-inf" (§2 *num*)."""
+    left out), tuples lists, integers of any kind ints, non-finite floats the strings "nan", "inf", "-inf" (§2 *num*),
+    text valid Unicode (`text`)."""
     t = type(v)
-    if t is str or t is int or t is bool or v is None:
+    if t is str:
+        return text(v)
+    if t is int or t is bool or v is None:
         return v
     if hasattr(t, "__dataclass_fields__"):
         out = {}
@@ -220,14 +259,14 @@ def plain(v):
     if isinstance(v, (list, tuple)):
         return [plain(e) for e in v]
     if isinstance(v, dict):
-        return {k: plain(e) for k, e in v.items()}
+        return {text(str(k)): plain(e) for k, e in v.items()}
     if isinstance(v, float):
         v = float(v)
         if math.isfinite(v):
             return v
         return "nan" if v != v else ("inf" if v > 0 else "-inf")
     if isinstance(v, str):  # as json.dumps writes str and int subclasses
-        return str.__str__(v)
+        return text(str.__str__(v))
     if isinstance(v, int) or hasattr(t, "__index__"):  # numpy integers too
         return int(operator.index(v))
     raise TypeError("a spool record holds a %s, which the trace format has no type for" % t.__name__)

@@ -1,8 +1,18 @@
 """The spool: the file the recorder appends its records to, one JSON line each.
 
-`bo-doctor record` creates the file (BOD_RECORD_SPOOL) and turns it into a trace when the
-program ends, however it ends (tool/trace/spool.cpp); a last line cut off by a kill is dropped
-there. So every line is written whole, with one write, and flushed at once.
+`bo-doctor record` creates a spool folder (BOD_RECORD_SPOOL) and turns the files in it into one
+trace when the program ends, however it ends (tool/trace/spool.cpp); a last line cut off by a
+kill is dropped there. Every process (the program, each child interpreter it starts, each fork)
+writes its own file, `<pid>-<k>.jsonl` (k = 0, 1 ... for interpreters that `exec` into the same
+pid), created exclusively so no two processes ever share one. Every line is written whole, with
+one write(2), at once.
+
+The descriptor is the recorder's own and the program cannot reach it by accident
+(docs/recording.md, "Processes, threads and files"): it is moved high above the descriptors a
+program uses (FIRST_FD and up, close-on-exec), and before each write fstat(2) checks that the
+number still names the spool file (device and inode). A program that closed it (`os.closerange`)
+or reused its number (`dup2`) is never written into: the recorder opens the spool again by its
+path and writes there.
 
 Thread safety: one lock orders the writes, so lines of two threads never interleave. The lines
 of one call (a kernel table entry it introduces, its view reads, its call line) are handed over
@@ -14,36 +24,104 @@ then ends before it, still consistent.
 
 This module writes the spool file only.
 """
+import errno
+import fcntl
+import os
+import resource
 import threading
 
 from ._records import line
 
+FIRST_FD = 1000  # the spool's descriptor is the lowest free one from here (lower if the limit is)
+
+
+def _high_fd(fd):
+    """fd moved to a free descriptor number >= FIRST_FD (close-on-exec); fd is closed."""
+    try:
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (OSError, ValueError):
+        soft = 1024
+    if soft == resource.RLIM_INFINITY:
+        soft = 1 << 20
+    start = min(FIRST_FD, max(3, int(soft) - 64))
+    try:
+        high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, start)
+    except OSError:
+        return fd
+    os.close(fd)
+    return high
+
 
 class Spool:
-    def __init__(self, path):
-        self._f = open(path, "a", buffering=1, encoding="utf-8")
+    def __init__(self, path, first=1, exclusive=False):
+        """Opens the spool file at path (created; with exclusive, it must not exist yet).
+        first: the number of the first call this spool writes."""
+        self.path = os.path.abspath(path)
         self._lock = threading.Lock()
-        self._next = 1   # the call whose block is written next
-        self._held = {}  # call number -> its block, waiting for the calls before it
+        self._next = first  # the call whose block is written next
+        self._held = {}     # call number -> its block, waiting for the calls before it
+        self._fd, self._id = -1, None
+        self._open(os.O_EXCL if exclusive else 0)
+
+    @classmethod
+    def in_folder(cls, folder, first=1):
+        """A new spool file of this process in the spool folder: <pid>-<k>.jsonl."""
+        pid = os.getpid()
+        for k in range(1000):
+            try:
+                return cls(os.path.join(folder, "%d-%d.jsonl" % (pid, k)), first, exclusive=True)
+            except FileExistsError:
+                continue
+        raise OSError(errno.EEXIST, "no free spool file name for process %d in %s" % (pid, folder))
+
+    def _open(self, extra=0):
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | extra,
+                     0o600)
+        fd = _high_fd(fd)
+        st = os.fstat(fd)
+        self._fd, self._id = fd, (st.st_dev, st.st_ino)
+
+    def _ours(self):
+        """Whether the descriptor still names the spool file (not closed, not reused)."""
+        try:
+            st = os.fstat(self._fd)
+        except OSError:
+            return False
+        return (st.st_dev, st.st_ino) == self._id
+
+    def _write(self, text):
+        if not self._ours():  # closed or reused by the program: never write there
+            self._open()
+        data = text.encode("ascii")
+        while data:
+            n = os.write(self._fd, data)
+            data = data[n:]
 
     def write(self, record):
         """Writes one record at once (the header, the end)."""
         text = line(record) + "\n"
         with self._lock:
-            self._f.write(text)
-            self._f.flush()
+            self._write(text)
 
     def write_call(self, n, records):
         """Writes the records of call n as one block, after the blocks of calls 1 … n-1."""
         text = "".join(line(r) + "\n" for r in records)
         with self._lock:
             self._held[n] = text
+            out = []
             while self._next in self._held:
-                self._f.write(self._held.pop(self._next))
+                out.append(self._held.pop(self._next))
                 self._next += 1
-            self._f.flush()
+            if out:
+                self._write("".join(out))
 
     def held(self):
         """How many calls' blocks are waiting for an earlier call's."""
         with self._lock:
             return len(self._held)
+
+    def close(self):
+        """Closes the descriptor if it is still the spool's (a forked child drops its parent's)."""
+        if self._ours():
+            os.close(self._fd)
+        self._fd = -1

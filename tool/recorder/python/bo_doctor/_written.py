@@ -82,6 +82,21 @@ class HostHashes:
         self.entries = {}  # (address, nbytes) -> _Entry
         self.zero = {}     # chunk length -> hash of that many zero bytes
 
+    def forget_after_fork(self):
+        """In a forked child: the parent's write tracking does not carry over (its userfaultfd
+        registrations belong to the parent's memory), so nothing is tracked and every host array
+        is hashed in full from here on. The entries' finalizers are detached, so the child never
+        unregisters the parent's memory."""
+        for e in self.entries.values():
+            try:
+                e.finalizer.detach()
+            except Exception:
+                pass
+        self.entries = {}
+        if self.lib is not None:
+            self.lib = None
+            self.why = "a forked process (write tracking stays with its parent)"
+
     @property
     def active(self):
         return self.lib is not None
