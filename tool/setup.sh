@@ -45,7 +45,7 @@ if [ "$job" = fuzz ]; then exec bash "$here/tool/fuzz.sh" "${FUZZ_SECONDS:-30}";
 if [ "$job" = fuzz-smoke ]; then
   # A fixed, short run of every harness: tool/fuzz.sh exits 1 at the first crash and leaves its
   # input in the build folder. docs/robustness.md gives the job's duration on 2 cores.
-  exec bash "$here/tool/fuzz.sh" "${FUZZ_SMOKE_SECONDS:-20}" fuzz_model fuzz_check fuzz_trace fuzz_tensor
+  exec bash "$here/tool/fuzz.sh" "${FUZZ_SMOKE_SECONDS:-20}" fuzz_model fuzz_check fuzz_trace fuzz_tensor fuzz_spool
 fi
 
 cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null

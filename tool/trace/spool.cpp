@@ -71,6 +71,9 @@ Status scan(Proc& p, SpoolSummary& summary, long long h2d[2], long long writes[2
         p.start_ns = get_ll(p.header, "start_ns");
         if (auto f = p.header.find("fork_of"); f != p.header.end() && f->is_object()) {
           p.fork_calls = get_ll(*f, "calls");
+          if (p.fork_calls < 0 || p.fork_calls > (1LL << 40))
+            return Error{where, "fork_of.calls " + std::to_string(p.fork_calls) +
+                                    " out of range; the spool is corrupt"};
           if (f->contains("spool") && (*f)["spool"].is_string())
             p.fork_of = (*f)["spool"].get<std::string>();
         }
