@@ -146,3 +146,14 @@ class ChildEnvironment(unittest.TestCase):
                          [b"A=1", b"BOD_RECORD_SPOOL=/s", b"PYTHONPATH=/rec"])
         self.assertEqual(_children._fix_dict({b"X": b"1"}),
                          {b"X": b"1", b"BOD_RECORD_SPOOL": b"/s", b"PYTHONPATH": b"/rec"})
+
+
+class SpoolFailure(unittest.TestCase):
+    def test_a_spool_that_cannot_be_written_never_raises_into_the_program(self):
+        with tempfile.TemporaryDirectory(prefix="bod_spool_fail_") as d:
+            s = Spool(os.path.join(d, "spool"))
+            os.close(s._fd)
+            s.path = os.path.join(d, "no", "such", "folder", "spool")  # cannot be opened again
+            s.write(EndRecord(1, 0.0))
+            s.write_call(1, [Labels("a", 1, 0)])
+            self.assertTrue(s.failed)

@@ -61,6 +61,7 @@ class Spool:
         self._next = first  # the call whose block is written next
         self._held = {}     # call number -> its block, waiting for the calls before it
         self._fd, self._id = -1, None
+        self.failed = False  # a write failed: nothing more is written
         self._open(os.O_EXCL if exclusive else 0)
 
     @classmethod
@@ -90,12 +91,24 @@ class Spool:
         return (st.st_dev, st.st_ino) == self._id
 
     def _write(self, text):
-        if not self._ours():  # closed or reused by the program: never write there
-            self._open()
-        data = text.encode("ascii")
-        while data:
-            n = os.write(self._fd, data)
-            data = data[n:]
+        """Writes text whole; if the spool cannot be written (no descriptor left, no space), says
+        so once on stderr and writes nothing more: the program never gets the recorder's error."""
+        if self.failed:
+            return
+        try:
+            if not self._ours():  # closed or reused by the program: never write there
+                self._open()
+            data = text.encode("ascii")
+            while data:
+                n = os.write(self._fd, data)
+                data = data[n:]
+        except OSError as e:
+            self.failed = True
+            try:
+                os.write(2, ("bo-doctor record: cannot write the spool %s (%s); the trace ends "
+                             "here\n" % (self.path, e.strerror or e)).encode("utf-8", "replace"))
+            except OSError:
+                pass
 
     def write(self, record):
         """Writes one record at once (the header, the end)."""
