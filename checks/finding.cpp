@@ -40,11 +40,15 @@ void FindingSink::add(Finding f) {
   if (!stated && f.severity_basis)
     f.evidence.push_back(
         {"severity", std::string(severity_name(f.severity)) + ": " + f.severity_basis});
-  for (size_t i = 0; i < items_.size(); ++i) {
+  // Each part length-prefixed, so no two identities spell the same string.
+  std::string id;
+  for (const std::string* part : {&f.check, &f.kernel, &f.bo_key, &f.ns})
+    id += std::to_string(part->size()) + ":" + *part;
+  id += std::to_string(f.slot);
+  auto [at, added] = index_.emplace(std::move(id), items_.size());
+  if (!added) {
+    size_t i = at->second;
     Finding& g = items_[i];
-    if (g.check != f.check || g.kernel != f.kernel || g.bo_key != f.bo_key || g.slot != f.slot ||
-        g.ns != f.ns)
-      continue;
     // A more severe occurrence supersedes less severe ones, a diverging one latent ones (its
     // call and evidence are what bite); otherwise the earliest occurrence is kept.
     bool supersede = f.severity > g.severity || (f.severity == g.severity && g.latent && !f.latent);

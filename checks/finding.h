@@ -3,6 +3,7 @@
 #pragma once
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -51,7 +52,8 @@ struct Finding {
 std::string key_label(const std::string& ns, const std::string& bo_key);
 
 // Collects findings, merging repeats of one problem (same check, kernel, bo_key, slot) into
-// the first occurrence with a count, so a bug that bites on every token is one finding.
+// the first occurrence with a count, so a bug that bites on every token is one finding. A
+// repeat is found by its identity in a hash map (one lookup per finding, not a scan).
 class FindingSink {
  public:
   void add(Finding f);
@@ -61,7 +63,8 @@ class FindingSink {
 
  private:
   std::vector<Finding> items_;
-  std::vector<std::set<int>> calls_;  // per item: the calls it was seen on
+  std::vector<std::set<int>> calls_;               // per item: the calls it was seen on
+  std::unordered_map<std::string, size_t> index_;  // identity (check, kernel, bo_key, slot, ns)
 };
 
 }  // namespace bod

@@ -1,5 +1,9 @@
 // static-clobber: the kernel writes into a static slot (uses it as scratch), so the resident
 // data is corrupt from the next call on.
+#include <string>
+#include <unordered_map>
+#include <vector>
+
 #include "checks/checks.h"
 
 namespace bod {
@@ -29,23 +33,46 @@ struct Exposure {
   bool diverged = false;
 };
 
-Exposure exposure(const Trace& t, const TraceCall& c, int slot) {
-  Exposure e;
-  for (auto& later : t.calls) {
-    if (later.failed || later.ns != c.ns || later.bo_key != c.bo_key) continue;
-    if (static_cast<size_t>(slot) >= later.slots.size() || !later.is_static(slot)) continue;
-    const TraceSlot& s = later.slots[static_cast<size_t>(slot)];
-    if (s.written || s.reuse_pre == s.noreuse_pre) continue;
-    e.calls++;
-    e.diverged = e.diverged || later.diverged();
+// A (ns, bo_key, slot) as one string, each part length-prefixed.
+std::string exposure_id(const TraceCall& c, int slot) {
+  return std::to_string(c.ns.size()) + ":" + c.ns + std::to_string(c.bo_key.size()) + ":" +
+         c.bo_key + std::to_string(slot);
+}
+
+// The exposure of every static slot of every key, in one pass over the calls (not one pass
+// per finding: a rescan per clobbering call made 20k calls take 11.7 s).
+std::unordered_map<std::string, Exposure> exposures(const Trace& t) {
+  std::unordered_map<std::string, Exposure> out;
+  std::vector<char> seen;
+  for (auto& c : t.calls) {
+    if (c.failed) continue;
+    seen.assign(c.slots.size(), 0);
+    for (int slot : c.statics) {
+      if (slot < 0 || static_cast<size_t>(slot) >= c.slots.size()) continue;
+      if (seen[static_cast<size_t>(slot)]++) continue;
+      const TraceSlot& s = c.slots[static_cast<size_t>(slot)];
+      if (s.written || s.reuse_pre == s.noreuse_pre) continue;
+      Exposure& e = out[exposure_id(c, slot)];
+      e.calls++;
+      e.diverged = e.diverged || c.diverged();
+    }
   }
-  return e;
+  return out;
+}
+
+Exposure exposure(const std::unordered_map<std::string, Exposure>& all, const TraceCall& c,
+                  int slot) {
+  auto it = all.find(exposure_id(c, slot));
+  return it == all.end() ? Exposure{} : it->second;
 }
 
 }  // namespace
 
 void run_static_clobber(const Trace& t, FindingSink& sink) {
   if (lacks(t, kInfo)) return;
+  // Only read without access facts.
+  const auto all =
+      t.header.caps.access ? std::unordered_map<std::string, Exposure>{} : exposures(t);
   for (auto& c : t.calls)
     for (auto& s : c.slots) {
       if (s.role != SlotRole::static_input || s.noreuse_post == s.noreuse_pre) continue;
@@ -75,7 +102,7 @@ void run_static_clobber(const Trace& t, FindingSink& sink) {
         f.evidence.push_back({"severity",
                               "warning: the body rewrites what it clobbers before "
                               "any read, on every call"});
-      } else if (Exposure e = exposure(t, c, s.slot);
+      } else if (Exposure e = exposure(all, c, s.slot);
                  !t.header.caps.access && e.calls > 0 && !e.diverged) {
         f.severity = Severity::note;
         f.message = "kernel " + c.kernel + " writes into static slot " + s.name + "; " +

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -118,6 +119,7 @@ class Limits : public testing::ScratchDirTest {
 TEST_F(Limits, DefaultsAreTheDocumentedValues) {
   EXPECT_EQ(kMaxElements, int64_t(1) << 40);
   EXPECT_EQ(ExpandOptions{}.max_steps, 2000000u);
+  EXPECT_EQ(kMaxJsonValues, size_t(1) << 22);
   EXPECT_EQ(ExpandOptions{}.max_bytes, size_t(16) << 30);
   EXPECT_EQ(kMaxJsonDepth, 256u);
   EXPECT_EQ(kMaxLoopDepth, 32);
@@ -183,6 +185,35 @@ TEST_F(Limits, ExpandedStepsAtMaxStepsAcceptedPastRefused) {
   two["program"]["phases"][0]["steps"][1]["range"] = 6;
   expect_refused(plan_of(two.dump(), o), "/program/phases/0",
                  {"the program expands to more than 10 steps"});
+}
+
+// The count comes before the expansion: 20,000 x 20,000 calls used to expand for 15 s and
+// 2.9 GB (its plan metadata) before the steps limit stopped it. With a memory cap that the
+// expansion would reach first, the steps limit is still what refuses it: nothing was expanded.
+TEST_F(Limits, ExpandedStepsRefusedFromTheirCountBeforeExpansion) {
+  ojson call = {{"call", "k"}, {"args", {{"a", "x"}, {"out", "x"}}}};
+  ojson inner = {{"loop", "j"}, {"range", 20000}, {"steps", {call}}};
+  std::string text = with_steps({{{"loop", "i"}, {"range", 20000}, {"steps", {inner}}}}).dump();
+  ExpandOptions small;
+  small.max_bytes = size_t(64) << 20;
+  expect_refused(plan_of(text, small), "/program/phases/0",
+                 {"the program expands to more than 2000000 steps", "ExpandOptions::max_steps"});
+  expect_refused(plan_of(text), "/program/phases/0",
+                 {"the program expands to more than 2000000 steps"});
+  // An inner range that depends on the outer variable is counted per outer iteration:
+  // sum over i < 2000 of i = 1,999,000 steps fit, i < 2001 (2,001,000) do not; 2000 calls fit
+  // the small cap when counted, not when expanded, so only the count is checked here.
+  ExpandOptions o;
+  o.max_bytes = size_t(1) << 20;
+  ojson tri = {{"loop", "j"}, {"range", "i"}, {"steps", {call}}};
+  auto tri_of = [&](int n) {
+    return with_steps({{{"loop", "i"}, {"range", n}, {"steps", {tri}}}}).dump();
+  };
+  auto fits = plan_of(tri_of(2000), o);
+  ASSERT_FALSE(fits);
+  EXPECT_NE(fits.error().what.find("memory cap"), std::string::npos) << fits.error().line();
+  expect_refused(plan_of(tri_of(2001), o), "/program/phases/0",
+                 {"the program expands to more than 2000000 steps"});
 }
 
 // ---- iterations of one loop or phase repeat: the steps limit --------------------------------
@@ -254,6 +285,34 @@ TEST_F(Limits, JsonNestingAt256AcceptedAt257Refused) {
   text.insert(text.size() - 1, R"(,"doc":)" + nested(256));
   expect_refused(parse_model(text, "mem/model.json"), "mem/model.json",
                  {"JSON nested deeper than 256 levels"});
+}
+
+// ---- JSON values in model.json: 2^22 ---------------------------------------------------------
+
+// The file size capped bytes, not values: 64 MiB of `[],` is 21M arrays (1.6 GB parsed).
+TEST_F(Limits, JsonValuesAt2Pow22AcceptedPastRefused) {
+  std::string base = model().dump();
+  // The model's values and keys, counted as the reader does (each value and each key one).
+  std::function<size_t(const ojson&)> count = [&](const ojson& v) {
+    size_t n = 1;
+    if (v.is_object())
+      for (auto it = v.begin(); it != v.end(); ++it) n += 1 + count(it.value());
+    if (v.is_array())
+      for (auto& e : v) n += count(e);
+    return n;
+  };
+  size_t have = count(model()) + 2;  // "doc" and its array
+  auto with_values = [&](size_t total) {
+    std::string text = base;
+    std::string doc = R"(,"doc":[)";
+    for (size_t i = have; i < total; ++i) doc += i == have ? "0" : ",0";
+    text.insert(text.size() - 1, doc + "]");
+    return text;
+  };
+  EXPECT_ACCEPTED(plan_of(with_values(kMaxJsonValues)));
+  expect_refused(parse_model(with_values(kMaxJsonValues + 1), "mem/model.json"),
+                 "/doc/" + std::to_string(kMaxJsonValues - have),
+                 {"more than 4194304 JSON values and keys; expected at most 4194304"});
 }
 
 // ---- loop nesting: 32 ------------------------------------------------------------------------

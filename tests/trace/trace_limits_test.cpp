@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -100,6 +101,8 @@ TEST_F(TraceReaderLimits, DefaultsAreTheDocumentedValues) {
   EXPECT_EQ(d.max_calls, 10000000u);
   EXPECT_EQ(d.max_slots, 4096u);
   EXPECT_EQ(d.max_string_bytes, size_t(1) << 20);
+  EXPECT_EQ(d.max_values, size_t(1) << 21);
+  EXPECT_EQ(d.max_rank, 64u);
 }
 
 // ---- line length: 64 MiB (TraceLimits::max_line_bytes) --------------------------------------
@@ -200,6 +203,74 @@ TEST_F(TraceReaderLimits, StringAt1MiBAcceptedOneBytePastRefused) {
   expect_reads(text);
   lines[0]["producer"] = std::string(mib / 2, '\n') + "p";
   expect_refused(join(lines), "t.jsonl:1: ", {"a string of 1048577 bytes"});
+}
+
+// ---- values per line: 2^21 (TraceLimits::max_values) -----------------------------------------
+
+// The line length capped bytes, not values: 21M `[]` in one line held 1.6 GB. The values are
+// counted while the line is parsed, each before it is stored.
+TEST_F(TraceReaderLimits, ValuesPerLineAtLimitAcceptedOnePastRefused) {
+  auto lines = trace_lines(1, 2);
+  // Count the call line's values and keys as the reader does, then pad with an array under "x".
+  std::function<size_t(const ojson&)> count = [&](const ojson& v) {
+    size_t n = 1;
+    if (v.is_object())
+      for (auto it = v.begin(); it != v.end(); ++it) n += 1 + count(it.value());
+    if (v.is_array())
+      for (auto& e : v) n += count(e);
+    return n;
+  };
+  TraceLimits lim;
+  lim.max_values = 1000;
+  auto padded = [&](size_t total) {
+    auto l = lines;
+    l[1]["x"] = {{"pad", ojson::array()}};  // 4 values: "x", {}, "pad", []
+    size_t base = count(l[1]);
+    l[1]["x"]["pad"] = ojson(total - base, 0);
+    EXPECT_EQ(count(l[1]), total);
+    return join(l);
+  };
+  expect_reads(padded(1000), lim);
+  expect_refused(padded(1001), "t.jsonl:2: ",
+                 {"more than 1000 JSON values at /x/pad/",
+                  "expected at most 1000 values and keys "
+                  "per line",
+                  "TraceLimits::max_values"},
+                 lim);
+  // At the default: 2^21 + 1 values of `[]` (6 MiB, under the line length limit).
+  std::string text = join(lines);
+  size_t hdr_end = text.find('\n') - 1;
+  std::string many = ",\"x\":{\"many\":[[]";
+  for (size_t i = 1; i < (size_t(1) << 21); ++i) many += ",[]";
+  text.insert(hdr_end, many + "]}");
+  expect_refused(text, "t.jsonl:1: ",
+                 {"more than 2097152 JSON values at /x/many/", "TraceLimits::max_values"});
+}
+
+// ---- index lists: at most max_slots entries; shape rank: 64 (TraceLimits::max_rank) -------------
+
+// Index lists had no length cap (300k + 300k indices: config-error ran > 16 s).
+TEST_F(TraceReaderLimits, IndexListsAtMaxSlotsAcceptedOnePastRefused) {
+  auto lines = trace_lines(1, 2);
+  for (const char* list : {"static", "intermediate", "output"}) {
+    auto l = lines;
+    l[1][list] = ojson(4096, 1);
+    expect_reads(join(l));
+    l[1][list] = ojson(4097, 1);
+    expect_refused(join(l), std::string("t.jsonl:2:/") + list + ": ",
+                   {"4097 indices; expected at most 4096 per list", "TraceLimits::max_slots"});
+  }
+}
+
+// A 16M-dimension shape made skeleton take 1.9 GB.
+TEST_F(TraceReaderLimits, ShapeRankAt64AcceptedAt65Refused) {
+  auto lines = trace_lines(1, 2);
+  lines[1]["slots"][0]["host"]["shape"] = ojson(64, 1);
+  expect_reads(join(lines));
+  lines[1]["slots"][0]["host"]["shape"] = ojson(65, 1);
+  expect_refused(
+      join(lines), "t.jsonl:2:/slots/0/host/shape: ",
+      {"65 dimensions; expected at most 64 dimensions per shape", "TraceLimits::max_rank"});
 }
 
 // ---- regular files only (or - for stdin) -----------------------------------------------------

@@ -16,6 +16,9 @@ using json = nlohmann::ordered_json;
 
 // Limits on hostile input (docs/model-format.md §13).
 constexpr size_t kMaxJsonDepth = 256;  // nesting of [ and { in model.json
+// JSON values and keys in model.json (a 64 MiB file of small values holds about this many;
+// the fixtures hold 2,500 at most), counted while parsing, before each is stored.
+constexpr size_t kMaxJsonValues = size_t(1) << 22;
 
 // The same for a whole error: every segment of a JSON pointer `where` is excerpted, control
 // characters in `what` are escaped (its quoted parts are capped where they are quoted).

@@ -9,10 +9,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <set>
 #include <sstream>
 
 #include "core/input_file.h"
+#include "core/json_read.h"
 #include "model/loader_internal.h"
 
 namespace bod {
@@ -341,34 +341,13 @@ static Result<Model> parse_model_text(const std::string& text, const std::string
     return Error{path, "JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels at " +
                            line_col(text, deep) + "; expected at most " +
                            std::to_string(kMaxJsonDepth) + " levels of [ and {"};
+  // Parsed in linear time (core/json_read.h); duplicate keys are refused (JSON would silently
+  // keep the last), named by the JSON pointer of the second occurrence.
   json j;
-  // Duplicate keys are refused (JSON would silently keep the last): track the open
-  // containers to name the JSON pointer of the second occurrence.
-  struct Frame {
-    bool array;
-    size_t index = 0;
-    std::string key;
-    std::set<std::string> keys;
-  };
-  std::vector<Frame> open;
-  std::string dup;
-  using ev_t = json::parse_event_t;
-  auto cb = [&](int, ev_t ev, json& parsed) {
-    if (ev == ev_t::object_start || ev == ev_t::array_start) {
-      open.push_back(Frame{ev == ev_t::array_start, 0, {}, {}});
-    } else if (ev == ev_t::key && !open.empty()) {
-      open.back().key = parsed.get<std::string>();
-      if (!open.back().keys.insert(open.back().key).second && dup.empty()) {
-        for (auto& f : open) dup += "/" + (f.array ? std::to_string(f.index) : ptr_key(f.key));
-      }
-    } else if (ev == ev_t::value || ev == ev_t::object_end || ev == ev_t::array_end) {
-      if (ev != ev_t::value && !open.empty()) open.pop_back();
-      if (!open.empty() && open.back().array) open.back().index++;
-    }
-    return true;
-  };
+  JsonReader reader(kMaxJsonValues);
+  JsonReader::Stop stop;
   try {
-    j = json::parse(text, cb);
+    stop = reader.parse(text, j);
   } catch (const json::parse_error& e) {
     std::string what = e.what();
     auto pos = what.find("syntax error");
@@ -377,18 +356,22 @@ static Result<Model> parse_model_text(const std::string& text, const std::string
   } catch (const json::exception& e) {
     // A number out of double's range (1e99999): nlohmann throws out_of_range.406. Name the
     // value by the pointer of the containers open when it was read.
-    std::string where;
-    for (auto& f : open) where += "/" + (f.array ? std::to_string(f.index) : ptr_key(f.key));
+    std::string where = reader.pointer();
     std::string what = e.what();
     auto pos = what.find("] ");
     what = pos == std::string::npos ? what : what.substr(pos + 2);
     return Error{where.empty() ? path : where,
                  what + "; expected a number within the range of a double (about +-1.8e308)"};
   }
-  if (!dup.empty())
-    return Error{dup,
+  if (stop == JsonReader::Stop::duplicate_key)
+    return Error{reader.pointer(),
                  "this key appears twice in one object; JSON keeps only the last one, so "
                  "say it once"};
+  if (stop == JsonReader::Stop::too_many_values)
+    return Error{reader.pointer(),
+                 "more than " + std::to_string(kMaxJsonValues) +
+                     " JSON values and keys; expected at most " + std::to_string(kMaxJsonValues) +
+                     " (a model.json describes its tensors, it does not hold their data)"};
   Model m;
   m.path = path;
   m.dir = fs::path(path).parent_path().string();

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/json_read.h"
 #include "trace/trace_records.h"
 
 namespace bod {
@@ -301,42 +302,15 @@ Status prescan(Cursor& c, const std::string& s, const TraceLimits& lim) {
   return ok_status();
 }
 
-// Keys of the objects open while one line is parsed: nlohmann keeps the last of duplicate keys
-// silently, the reader refuses them.
-class DupKeys {
- public:
-  void reset() {
-    depth_ = 0;
-    dup_.clear();
-  }
-  const std::string& dup() const { return dup_; }
-  bool operator()(rjson::parse_event_t ev, const rjson& parsed) {
-    if (ev == rjson::parse_event_t::object_start) {
-      if (depth_ == open_.size()) open_.emplace_back();
-      open_[depth_++].clear();
-    } else if (ev == rjson::parse_event_t::object_end) {
-      --depth_;
-    } else if (ev == rjson::parse_event_t::key && depth_ > 0 && dup_.empty()) {
-      auto& keys = open_[depth_ - 1];
-      const std::string& k = parsed.get_ref<const std::string&>();
-      for (auto& seen : keys)
-        if (seen == k) dup_ = k;
-      keys.push_back(k);
-    }
-    return true;
-  }
-
- private:
-  std::vector<std::vector<std::string>> open_;
-  size_t depth_ = 0;
-  std::string dup_;
-};
-
-Result<rjson> parse_line(Cursor& c, const std::string& s, DupKeys& dk) {
-  dk.reset();
+// One line parsed into a value in linear time (core/json_read.h): a duplicate key is refused
+// (nlohmann would keep the last silently), and so is a line of more values than the limit,
+// before they are stored.
+Result<rjson> parse_line(Cursor& c, const std::string& s, const TraceLimits& lim) {
+  JsonReader reader(lim.max_values);
   rjson j;
+  JsonReader::Stop stop;
   try {
-    j = rjson::parse(s, [&dk](int, rjson::parse_event_t ev, rjson& p) { return dk(ev, p); });
+    stop = reader.parse(s, j);
   } catch (const rjson::parse_error& e) {
     std::string w = e.what();
     size_t p = w.find(": ");
@@ -346,8 +320,13 @@ Result<rjson> parse_line(Cursor& c, const std::string& s, DupKeys& dk) {
   } catch (const rjson::exception& e) {
     return c.line_err("not valid JSON: " + excerpt(e.what(), 160));
   }
-  if (!dk.dup().empty())
-    return c.line_err("duplicate key \"" + excerpt(dk.dup(), kMsgBytes) + "\" in one object");
+  if (stop == JsonReader::Stop::duplicate_key)
+    return c.line_err("duplicate key \"" + excerpt(reader.key(), kMsgBytes) + "\" in one object");
+  if (stop == JsonReader::Stop::too_many_values)
+    return c.line_err("more than " + std::to_string(lim.max_values) + " JSON values at " +
+                      excerpt(reader.pointer(), kMsgBytes) + "; expected at most " +
+                      std::to_string(lim.max_values) +
+                      " values and keys per line (the limit TraceLimits::max_values)");
   if (!j.is_object()) return c.line_err(expected("one JSON object per line", j));
   return j;
 }
@@ -372,7 +351,6 @@ Result<Trace> read_trace(std::istream& in, const std::string& name, const TraceL
   ReadCtx st(limits);
   st.t.finished = false;  // until its "end" line
   LineReader lines(in, limits.max_line_bytes);
-  DupKeys dk;
   std::string s;
   for (size_t n = 1;; ++n) {
     c.start_line(n);
@@ -385,7 +363,7 @@ Result<Trace> read_trace(std::istream& in, const std::string& name, const TraceL
                         " bytes per line (the limit TraceLimits::max_line_bytes)");
     if (blank(s)) continue;
     BOD_CHECK(prescan(c, s, limits));
-    BOD_TRY(rjson j, parse_line(c, s, dk));
+    BOD_TRY(rjson j, parse_line(c, s, limits));
     if (!st.have_header)
       BOD_CHECK(read_header(c, j, st));
     else

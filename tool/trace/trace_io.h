@@ -21,6 +21,8 @@ struct TraceLimits {
   size_t max_calls = 10000000;                // call lines in the trace
   size_t max_slots = 4096;                    // slots of one kernel or call
   size_t max_string_bytes = size_t(1) << 20;  // one JSON string as written (escapes included)
+  size_t max_values = size_t(1) << 21;        // JSON values and keys in one line
+  size_t max_rank = 64;                       // dimensions of one shape
 };
 
 // Which engine an event line (token, figures) belongs to.

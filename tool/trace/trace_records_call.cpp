@@ -11,8 +11,27 @@ namespace {
 constexpr Gate kRun = Gate::run, kNoReuse = Gate::no_reuse;
 
 // Slot indices as the call declared them: out-of-range ones are the config-error check's.
+// At most TraceLimits::max_slots of them, checked before they are read.
 struct SlotIndices : Ints<int, INT_MIN, INT_MAX> {
+  static Result<T> get(Cursor& c, const rjson& v, ReadCtx& st) {
+    if (v.is_array() && v.size() > st.lim.max_slots)
+      return c.err(std::to_string(v.size()) + " indices; expected at most " +
+                   std::to_string(st.lim.max_slots) +
+                   " per list, one per slot (the limit TraceLimits::max_slots)");
+    return Ints::get(c, v, st);
+  }
   static ojson schema() { return {{"type", "array"}, {"items", ref("slot_index")}}; }
+};
+
+// A shape: at most TraceLimits::max_rank dimensions, checked before they are read.
+struct Shape : Ints<int64_t, 0, LLONG_MAX> {
+  static Result<T> get(Cursor& c, const rjson& v, ReadCtx& st) {
+    if (v.is_array() && v.size() > st.lim.max_rank)
+      return c.err(std::to_string(v.size()) + " dimensions; expected at most " +
+                   std::to_string(st.lim.max_rank) +
+                   " dimensions per shape (the limit TraceLimits::max_rank)");
+    return Ints::get(c, v, st);
+  }
 };
 
 // slot index (a decimal string, as std::to_string writes it) -> alias pool name
@@ -153,7 +172,7 @@ const Record<HostArray>& host_record() {
       "an object",
       "the host array the caller passed",
       {
-          f<R, &R::shape, Ints<int64_t, 0, LLONG_MAX>>("shape", "its shape"),
+          f<R, &R::shape, Shape>("shape", "its shape"),
           f<R, &R::dtype, Enum<DTypes>>("dtype", "its element type"),
           f<R, &R::bytes, Count>("bytes", "its size in bytes"),
           f<R, &R::hash, Hash>("hash", "hash of the bytes the reuse engine was given"),
