@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "checks/checks.h"
+#include "core/saturate.h"
 
 namespace bod {
 namespace {
@@ -55,7 +56,7 @@ void run_output_divergence(const Trace& t, FindingSink& sink) {
     for (auto& o : c.outputs_cmp) {
       if (o.bit_exact) continue;
       Finding f = make_finding(kInfo, c, o.slot, c.key_first_call);
-      bool new_nan = o.nan_reuse + o.inf_reuse > o.nan_noreuse + o.inf_noreuse;
+      bool new_nan = sat_add(o.nan_reuse, o.inf_reuse) > sat_add(o.nan_noreuse, o.inf_noreuse);
       // A difference the generated tokens show is an error whatever the cosine: on a call
       // before or at the first token that changed (a prefill call has no token).
       bool tokens_show = changed_at >= 0 && c.token <= changed_at;

@@ -10,6 +10,7 @@
 #include <new>
 
 #include "cli/commands.h"
+#include "core/printable.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define BOD_ASAN 1
@@ -36,8 +37,9 @@ int main(int argc, char** argv) {
     r = {bod::Exit::backend, "", std::string("internal error: ") + e.what()};
   }
   if (!r.out.empty()) std::fwrite(r.out.data(), 1, r.out.size(), stdout);
-  if (!r.log.empty()) std::fprintf(stderr, "bo-doctor: %s", r.log.c_str());
-  if (!r.err.empty()) std::fprintf(stderr, "bo-doctor: error: %s\n", r.err.c_str());
+  // Messages quote the input: printable, so no control character reaches the terminal.
+  if (!r.log.empty()) std::fprintf(stderr, "bo-doctor: %s", bod::printable_lines(r.log).c_str());
+  if (!r.err.empty()) std::fprintf(stderr, "bo-doctor: error: %s\n", bod::printable(r.err).c_str());
   std::fflush(stdout);
   std::fflush(stderr);
   // Leave without static destructors: Debian's XRT 2.13 can hang in its exit handler

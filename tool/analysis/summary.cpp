@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "checks/checks.h"
+#include "core/saturate.h"
 
 namespace bod {
 
@@ -18,7 +19,7 @@ std::vector<KeyRow> key_table(const Trace& t) {
     long long nan = 0;
     for (auto& o : c.outputs_cmp) {
       cmin = std::min(cmin, o.cosine);
-      nan += o.nan_reuse + o.inf_reuse;
+      nan = sat_add(nan, sat_add(o.nan_reuse, o.inf_reuse));  // counts are input: saturate
     }
     bool bad = c.diverged() || c.failed;
     if (c.first_of_key()) {
@@ -27,7 +28,7 @@ std::vector<KeyRow> key_table(const Trace& t) {
     } else {
       k.later_diverged += bad;
       k.later_min_cosine = std::min(k.later_min_cosine, cmin);
-      k.later_nan += nan;
+      k.later_nan = sat_add(k.later_nan, nan);
       if (bad && !k.first_bad_later_call) k.first_bad_later_call = c.number;
     }
   }

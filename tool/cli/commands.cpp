@@ -237,7 +237,10 @@ CommandResult emit(const CommandOptions& o, std::string text, Exit code) {
 // The gate, positions in model.json, the baseline file, then the report in its format.
 CommandResult finish(const CommandOptions& o, Report r, const GateOptions& g) {
   if (auto st = apply_gate(r, g); !st) return fail(st.error());
-  if (!r.model_path.empty() && r.model_path != "-") {
+  // The model.json of a check or lint is the input; a trace's model.path is only a name,
+  // opened on request (analyze --read-model) and under the model file's limits.
+  bool may_read = r.command != "analyze" || o.read_model;
+  if (may_read && !r.model_path.empty() && r.model_path != "-") {
     std::set<std::string> ptrs;
     for (auto& f : r.findings) ptrs.insert(f.path);
     if (r.trace)

@@ -29,6 +29,9 @@ struct CommandOptions {
   size_t print_limit = 20;
   double timeout_s = 0;   // check, classify: stop the whole run after this long (exit 4); 0 none
   bool progress = false;  // a progress line on stderr (the CLI sets it when stderr is a TTY)
+  // analyze: read the model.json a trace names (model.path) for line:column positions; a
+  // trace's path is never opened unless asked.
+  bool read_model = false;
 };
 
 struct CommandResult {

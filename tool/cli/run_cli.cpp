@@ -162,6 +162,9 @@ CommandResult run_cli(int argc, char** argv) {
       "analyze", "run the checks on a saved or recorded trace (docs/trace-format.md)");
   analyze->add_option("TRACE", o.model, "trace file (JSON Lines), or - for stdin")->required();
   add_report_flags(analyze, o, report_format_names);
+  analyze->add_flag("--read-model", o.read_model,
+                    "read the model.json the trace names (its model.path, at most 64 MiB) to "
+                    "show findings at line:column; by default that file is not opened");
   add_gate_flags(analyze, o);
   analyze->footer(footer(kGateCodes,
                          "  bo-doctor analyze run.trace.jsonl\n"

@@ -115,7 +115,8 @@ struct Frame {
 }  // namespace
 
 std::map<std::string, TextPos> locate_pointers(const std::string& text,
-                                               const std::set<std::string>& pointers) {
+                                               const std::set<std::string>& pointers,
+                                               size_t max_depth) {
   std::map<std::string, TextPos> out;
   if (pointers.empty()) return out;
   Scanner sc{text};
@@ -130,6 +131,7 @@ std::map<std::string, TextPos> locate_pointers(const std::string& text,
     record();
     char c = sc.peek();
     if (c == '{' || c == '[') {
+      if (stack.size() >= max_depth) return out;
       stack.push_back({c == '[', 0, path.size()});
       sc.advance();
     } else if (c == '"') {

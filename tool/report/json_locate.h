@@ -17,7 +17,10 @@ struct TextPos {
 
 // The position of each pointer's value in `text` (valid JSON, as the loader accepted it);
 // pointers not present are left out. One pass, iterative (no recursion on nesting).
+// Nesting deeper than max_depth (the model loader's limit) ends the lookup: the pointers not
+// found by then are left out, and memory stays bounded whatever the text.
 std::map<std::string, TextPos> locate_pointers(const std::string& text,
-                                               const std::set<std::string>& pointers);
+                                               const std::set<std::string>& pointers,
+                                               size_t max_depth = 256);
 
 }  // namespace bod

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/saturate.h"
 #include "core/suggest.h"
 #include "report/report.h"
 
@@ -330,7 +331,7 @@ std::string render_html(const Report& r) {
         << esc(k.kernel) << "</td><td>" << k.first_call << "</td><td>" << k.calls << "</td><td>"
         << k.first_diverged << "</td><td>" << k.later_diverged << "</td><td>"
         << fmt("%.6f", k.first_min_cosine) << "</td><td>" << fmt("%.6f", k.later_min_cosine)
-        << "</td><td>" << k.later_nan << "</td></tr>\n";
+        << "</td><td>" << count_text(k.later_nan) << "</td></tr>\n";
     o << "</table>\n<h2>Divergence per output over calls (1 - cosine, reuse vs no reuse, log "
          "scale)</h2>\n"
       << log_plot(*r.trace, "divplot", "1 - cosine", -7, 0, 0.01, "cosine 0.99 (error below)",

@@ -97,6 +97,7 @@ std::string render_json(const Report& r) {
                   {"groups", r.groups.size()},
                   {"fail_on", fail_on_name(r.gate.fail_on)},
                   {"calls", r.calls}};
+  if (r.no_calls) j["summary"]["reason"] = "no calls recorded";
   j["findings"] = findings;
   j["groups"] = groups;
   if (r.lists_gaps()) {

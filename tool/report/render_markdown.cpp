@@ -4,6 +4,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/printable.h"
 #include "report/report.h"
 
 namespace bod {
@@ -43,6 +44,13 @@ std::string mechanism(const Report& r, bool statics) {
     o << "; " << notes << " further opportunit" << (notes == 1 ? "y" : "ies") << " (" << missed
       << ")";
   return o.str();
+}
+
+// Text from the input in a table cell: printable, one line, its '|' escaped.
+std::string cell(const std::string& s) {
+  std::string r;
+  for (char c : printable(s)) r += c == '|' ? std::string("\\|") : std::string(1, c);
+  return r;
 }
 
 // "0.12 ms per call (steady-state median)"; a trace without steady figures gives the total.
@@ -95,12 +103,13 @@ std::string render_markdown(const Report& r) {
       << "|---|---|---|---|---|---|---|\n";
     for (auto& f : r.findings)
       o << "| " << severity_name(f.severity) << (f.latent ? " (latent)" : "") << " | " << f.check
-        << " | " << f.call << " | " << f.kernel << " | " << key_label(f.ns, f.bo_key) << " | "
-        << (f.slot >= 0 ? std::to_string(f.slot) + " " + f.slot_name : "") << " | " << f.message
-        << " |\n";
+        << " | " << f.call << " | " << cell(f.kernel) << " | " << cell(key_label(f.ns, f.bo_key))
+        << " | " << (f.slot >= 0 ? std::to_string(f.slot) + " " + cell(f.slot_name) : "") << " | "
+        << cell(f.message) << " |\n";
   }
-  o << "\nVerdict: **" << (r.fails() ? "FAIL" : "PASS") << "**\n";
-  return o.str();
+  o << "\nVerdict: **" << (r.fails() ? "FAIL" : "PASS") << "**"
+    << (r.no_calls ? " (no calls recorded)" : "") << "\n";
+  return printable_lines(o.str());  // nothing from the input reaches a terminal raw
 }
 
 }  // namespace bod

@@ -4,12 +4,19 @@
 #include <sstream>
 
 #include "core/hash.h"
+#include "core/printable.h"
+#include "core/saturate.h"
 #include "core/suggest.h"
 #include "report/report.h"
 
 namespace bod {
 
 namespace {
+// Text from the input (names, keys, paths, messages), one line, safe on a terminal.
+std::string P(const std::string& s) {
+  return printable(s);
+}
+
 std::string fmt(const char* f, double v) {
   char b[64];
   std::snprintf(b, sizeof b, f, v);
@@ -20,17 +27,17 @@ std::string fmt(const char* f, double v) {
 // they add.
 void group(std::ostringstream& o, const Report& r, const FindingGroup& g) {
   const Finding& f = r.findings[g.lead];
-  o << r.location(f.path) << ": " << severity_name(g.severity) << "[" << f.check << "]";
+  o << P(r.location(f.path)) << ": " << severity_name(g.severity) << "[" << f.check << "]";
   if (f.latent) o << " (latent)";
   if (g.status != FindingStatus::active) o << " (" << finding_status_name(g.status) << ")";
-  o << ": " << f.message << "\n";
+  o << ": " << P(f.message) << "\n";
   if (f.call) {
-    o << "    at call " << f.call << " (" << f.phase;
+    o << "    at call " << f.call << " (" << P(f.phase);
     if (f.token >= 0) o << " t=" << f.token;
     if (f.layer >= 0) o << " l=" << f.layer;
-    o << ") kernel " << f.kernel << ", bo_key '" << f.bo_key << "'";
-    if (!f.ns.empty()) o << " of cache '" << f.ns << "'";
-    if (f.slot >= 0) o << ", slot " << f.slot << " (" << f.slot_name << ")";
+    o << ") kernel " << P(f.kernel) << ", bo_key '" << P(f.bo_key) << "'";
+    if (!f.ns.empty()) o << " of cache '" << P(f.ns) << "'";
+    if (f.slot >= 0) o << ", slot " << f.slot << " (" << P(f.slot_name) << ")";
     o << "\n";
     if (f.key_first_call)
       o << "    "
@@ -43,9 +50,9 @@ void group(std::ostringstream& o, const Report& r, const FindingGroup& g) {
     std::vector<std::string> calls;
     for (int c : g.calls) calls.push_back(std::to_string(c));
     o << "    one cause, " << g.members.size() << " findings: ";
-    if (g.slots.size() > 1) o << g.slots.size() << " slots " << name_list(g.slots, 8) << "; ";
+    if (g.slots.size() > 1) o << g.slots.size() << " slots " << P(name_list(g.slots, 8)) << "; ";
     if (g.bo_keys.size() > 1)
-      o << g.bo_keys.size() << " bo_keys " << name_list(g.bo_keys, 4) << "; ";
+      o << g.bo_keys.size() << " bo_keys " << P(name_list(g.bo_keys, 4)) << "; ";
     o << "first seen at call" << (calls.size() > 1 ? "s " : " ") << name_list(calls, 8) << " ("
       << g.occurrences << " occurrences)\n";
   } else if (f.occurrences > 1) {
@@ -53,21 +60,21 @@ void group(std::ostringstream& o, const Report& r, const FindingGroup& g) {
   }
   if (f.status == FindingStatus::known)
     o << "    known: in the baseline (fingerprint " << f.fingerprint << ")\n";
-  if (f.status == FindingStatus::suppressed) o << "    suppressed: " << f.status_reason << "\n";
-  for (auto& [k, v] : f.evidence) o << "    " << k << ": " << v << "\n";
-  o << "    fix: " << f.fix << "\n";
+  if (f.status == FindingStatus::suppressed) o << "    suppressed: " << P(f.status_reason) << "\n";
+  for (auto& [k, v] : f.evidence) o << "    " << P(k) << ": " << P(v) << "\n";
+  o << "    fix: " << P(f.fix) << "\n";
 }
 
 // The first bad call at a glance: the first error finding and the first diverging call.
 void first_bad(std::ostringstream& o, const Report& r) {
   const Finding* first = r.first_error();
   const CallRef& d = r.first_divergence;
-  auto at = [](const std::string& where) { return where.empty() ? "" : where + ", "; };
+  auto at = [](const std::string& where) { return where.empty() ? "" : P(where) + ", "; };
   if (d.number)
-    o << "first divergence: call " << d.number << ", " << at(d.where) << d.kernel << "\n";
+    o << "first divergence: call " << d.number << ", " << at(d.where) << P(d.kernel) << "\n";
   if (first) {
-    o << "first error: call " << first->call << ", " << at(r.first_error_where) << first->kernel;
-    if (first->slot >= 0) o << " slot " << first->slot << " (" << first->slot_name << ")";
+    o << "first error: call " << first->call << ", " << at(r.first_error_where) << P(first->kernel);
+    if (first->slot >= 0) o << " slot " << first->slot << " (" << P(first->slot_name) << ")";
     o << " -- " << first->check << "\n";
   }
   if (d.number || first) o << "\n";
@@ -139,9 +146,10 @@ std::string render_text(const Report& r) {
            "min-cos(first)  min-cos(later)  NaN(later)\n";
     for (auto& k : r.coverage.no_reuse ? r.keys : std::vector<KeyRow>{}) {
       char line[256];
-      std::snprintf(line, sizeof line, "  %-30s %5d  %5d  %14d  %14d  %14.6f  %14.6f  %10lld\n",
-                    key_label(k.ns, k.bo_key).c_str(), k.first_call, k.calls, k.first_diverged,
-                    k.later_diverged, k.first_min_cosine, k.later_min_cosine, k.later_nan);
+      std::snprintf(line, sizeof line, "  %-30s %5d  %5d  %14d  %14d  %14.6f  %14.6f  %10s\n",
+                    P(key_label(k.ns, k.bo_key)).c_str(), k.first_call, k.calls, k.first_diverged,
+                    k.later_diverged, k.first_min_cosine, k.later_min_cosine,
+                    count_text(k.later_nan).c_str());
       o << line;
     }
     auto per = [&](const EngineFigures& e) {
@@ -202,9 +210,12 @@ std::string render_text(const Report& r) {
   o << ", " << r.calls << " calls";
   if (r.gate.fail_on != FailOn::error) o << ", fail-on " << fail_on_name(r.gate.fail_on);
   o << " -> " << (r.fails() ? "FAIL" : "PASS");
+  if (r.no_calls) o << " (no calls recorded)";
   if (r.ran && !r.coverage.note().empty()) o << " (" << r.coverage.note() << ")";
   o << "\n";
-  return o.str();
+  // Every line printable, whatever a field above was not escaped for (a terminal gets no
+  // control character from the input).
+  return printable_lines(o.str());
 }
 
 }  // namespace bod

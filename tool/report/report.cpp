@@ -10,6 +10,7 @@ bool Report::fails(const Finding& f) const {
 }
 
 bool Report::fails() const {
+  if (no_calls) return true;
   for (auto& f : findings)
     if (fails(f)) return true;
   return false;  // exit 1 and "fail" (README, exit codes)
@@ -123,6 +124,7 @@ Report build_report(const std::string& command, const Trace& t, bool timings,
   r.model_name = t.header.model_name;
   r.trace = &t;
   r.calls = t.calls.size();
+  r.no_calls = command == "analyze" && t.calls.empty();
   r.timings = timings && t.timings;
   r.ran = t.header.caps.run;
   r.verified = t.header.caps.verify;

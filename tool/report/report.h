@@ -63,9 +63,12 @@ struct Report {
   std::vector<Finding> findings;
   const Trace* trace = nullptr;  // per-call detail only; never null in a built report
   size_t calls = 0;              // calls in the trace
-  bool ran = false;              // the trace holds a run: key table, figures
-  bool verified = false;         // ... and the end-to-end comparison
-  bool probed = false;           // ... and probe runs: probe coverage
+  // analyze of a trace without a single call: nothing was checked, so it fails ("no calls
+  // recorded": a program that never reached the engine, or a recorder that did not start).
+  bool no_calls = false;
+  bool ran = false;       // the trace holds a run: key table, figures
+  bool verified = false;  // ... and the end-to-end comparison
+  bool probed = false;    // ... and probe runs: probe coverage
   std::vector<KeyRow> keys;
   RunFigures run;  // when ran
   Verification verify;

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <utility>
 
+#include "core/saturate.h"
 #include "skeleton/skeleton_internal.h"
 
 namespace bod::skeleton_detail {
@@ -25,12 +26,19 @@ std::string affine(const Var& v, int64_t a, int64_t c) {
 
 // Numbers x_j = x_0 + a*j: the expression of var giving them, nullopt when they do not step
 // evenly. Precondition: not all equal.
+// Recorded numbers are input: a step or an offset that does not fit int64 folds nothing.
 std::optional<std::string> affine_of(const std::vector<int64_t>& x, const Var& v) {
-  int64_t a = x[1] - x[0];
-  if (a == 0) return std::nullopt;
-  for (size_t j = 0; j < x.size(); ++j)
-    if (x[j] != x[0] + a * static_cast<int64_t>(j)) return std::nullopt;
-  return affine(v, a, x[0] - a * v.first);
+  auto a = checked_sub(x[1], x[0]);
+  if (!a || *a == 0 || *a == std::numeric_limits<int64_t>::min()) return std::nullopt;
+  for (size_t j = 0; j < x.size(); ++j) {
+    auto step = checked_mul(*a, static_cast<int64_t>(j));
+    auto at = step ? checked_add(x[0], *step) : std::nullopt;
+    if (!at || x[j] != *at) return std::nullopt;
+  }
+  auto off = checked_mul(*a, static_cast<int64_t>(v.first));
+  auto c = off ? checked_sub(x[0], *off) : std::nullopt;
+  if (!c || *c == std::numeric_limits<int64_t>::min()) return std::nullopt;
+  return affine(v, *a, *c);
 }
 
 struct Tok {
