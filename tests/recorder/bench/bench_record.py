@@ -22,6 +22,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PY = "/usr/bin/python3"
+WHERE = ("host", "bo_before", "bo_after", "shadow")  # recorder_stats() hashed_<where>
 
 
 def run(mode, bod, o, tmp, i):
@@ -53,6 +54,7 @@ def run(mode, bod, o, tmp, i):
             "first_ms": r["tokens"][0]["ms"],
             "mib": per_token("bytes_hashed") / (1 << 20), "syncs": per_token("syncs"),
             "shadowed": per_token("shadowed"), "calls": per_token("calls"),
+            "where": {k: per_token("hashed_" + k) / (1 << 20) for k in WHERE},
             "peak": r["peak_rss_kib"] / 1024, "after": r["rss_after_kib"] / 1024,
             "cache": r["cache"]}
 
@@ -98,6 +100,11 @@ def main():
             statistics.median(r["syncs"] for r in res[m]),
             "%.0f%s" % (peak, ratio(peak, base_peak)),
             "%.0f%s" % (after, ratio(after, base_after))))
+        if m != "alone":
+            where = {k: statistics.median(r["where"][k] for r in res[m]) for k in WHERE}
+            print("         MiB hashed per token by where: %s, views %.1f" % (
+                ", ".join("%s %.1f" % (k.replace("_", " "), v) for k, v in where.items()),
+                statistics.median(r["mib"] for r in res[m]) - sum(where.values())))
         if m == "shadow" and any(r["calls"] for r in res[m]):
             print("         shadow runs per token: %.1f of %.1f calls" % (
                 statistics.median(r["shadowed"] for r in res[m]),

@@ -69,6 +69,13 @@ class BoTable:
                 return k[1][nbytes]
         return mapped_hash(bo, nbytes, sync and id(bo) not in self.viewed)
 
+    def has(self, bo, nbytes):
+        """Whether a hash of the BO's first nbytes taken after its last call is known."""
+        if not self.reuse or id(bo) in self.viewed:
+            return False
+        k = self.known.get(id(bo))
+        return k is not None and nbytes in k[1] and k[0] == _identity(bo)
+
     def remember(self, bo, nbytes, h):
         """The hash of the BO's first nbytes as the call that bound it left them. Until another
         call binds it, nothing can change those bytes: the engine writes a BO only in a call

@@ -15,9 +15,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._frames import iteration_key, iteration_keys, refresh_snapshots, running_loops
-from ._hashing import NO_HASH, array_hash, bytes_of
+from ._hashing import NO_HASH, STATS, array_hash, bytes_of
 from ._labels import LAYER_FRAMES
 from ._records import Call, CallX, Host, HostX, Labels, Placement, Slot
+
+# A skipped static slot's BO is read again after the dispatch at its key's first calls and at
+# the key's 2^k-th calls (docs/recording.md, "Reading only what a check needs").
+SAMPLED_FIRST = 3
 
 
 def dtype_name(arr):
@@ -142,24 +146,53 @@ class CallCapture:
         self.written = [self.new or (i not in a.static and i not in a.inter) for i in range(n_args)]
         views = rec.views
         views.rehash()  # bytes the program wrote itself since the last call
+        b0 = STATS["bytes_hashed"]
         self.hosts = [self.describe(rec, i, x) for i, x in enumerate(a.inputs)]
+        STATS["hashed_host"] += STATS["bytes_hashed"] - b0
         self.events += views.reads(n, self.kernel, a.inputs, self.written)
         self.events += views.held(iteration_keys(self.loops),
                                   "the program (which still held it at call %d)" % n,
                                   thread=self.thread)
         views.note_arguments(self.ns, a.key, a.inputs)
+        # Which calls of the key this is, and what each slot was passed at the key's previous
+        # call (what intermediate-read compares: placeholders and views are not data passed).
+        kc = rec.key_calls[(self.ns, a.key)] = rec.key_calls.get((self.ns, a.key), 0) + 1
+        self.sampled = kc <= SAMPLED_FIRST or (kc & (kc - 1)) == 0
+        self.lazy = rec.lazy and not rec.running  # another thread's call may share a BO
+        self.new_data = set()
+        for i, h in enumerate(self.hosts):
+            if h.source in ("placeholder", "view"):
+                continue
+            prev = rec.passed.get((self.ns, a.key, i))
+            if prev is not None and prev != h.hash:
+                self.new_data.add(i)
+            rec.passed[(self.ns, a.key, i)] = h.hash
+        b0 = STATS["bytes_hashed"]
         self.pre = {}
+        self.unread_before, self.unread_after, self.assumed = [], [], []
         if not self.new:
             bos = cache._cached_bos[a.key]
+            pooled = {id(bo) for bo in (getattr(cache, "_shared_bos", {}) or {}).values()}
+            outs = set(a.outs)
             for i in range(n_args):
                 # A placeholder's BO is hashed whole: what it holds is what the kernel reads,
                 # whether the slot is skipped or written with 0 bytes.
                 ph = self.hosts[i].source == "placeholder"
                 if (not self.written[i] or ph) and i < len(bos):
                     extent = int(bos[i].size()) if ph else self.hosts[i].bytes
+                    if self.lazy and not ph and i in a.inter and i not in a.static and \
+                            i not in outs and i not in self.new_data and \
+                            self.hosts[i].source != "view" and id(bos[i]) not in pooled and \
+                            not rec.bos.has(bos[i], extent):
+                        # A skipped intermediate passed the data the key's previous call
+                        # passed there: no check reads its bytes before the call.
+                        self.pre[i] = NO_HASH
+                        self.unread_before.append(i)
+                        continue
                     self.pre[i] = rec.bos.hash(bos[i], extent, sync=True,
                                                reuse=not rec.running)
             rec.bos.forget(bos)
+        STATS["hashed_bo_before"] += STATS["bytes_hashed"] - b0
 
     def binding_name(self, i):
         """What the slot is bound to, as far as the recorder can name it: the argument and the
@@ -212,6 +245,7 @@ class CallCapture:
         out_set = set(a.outs)
         rec.bos.forget(bos)
         slots, h2d, writes = [], 0, 0
+        b0 = STATS["bytes_hashed"]
         changes = {}  # id(bo) -> (this call wrote it, its kernel changed it)
         for i, x in enumerate(a.inputs):
             h = hosts[i]
@@ -249,13 +283,26 @@ class CallCapture:
                 before = rec.bos.hash(bo, h.bytes, sync=False)
             else:
                 before = self.pre.get(i, h.hash)
-            after = before if error else rec.bos.hash(bo, extent, sync=i not in out_set)
-            if not error:
+            lazy = self.lazy and not error and i not in out_set and place.pool == "key" and \
+                h.source != "view"
+            if lazy and i in a.static and not wrote and not self.sampled and before != NO_HASH:
+                # A skipped static slot between its key's sampled calls: not read again; its
+                # bytes are taken to be those read before (docs/recording.md).
+                after = before
+                self.assumed.append(i)
+            elif lazy and not ph and i not in a.static:
+                # An input or intermediate the call does not return: read before the next call
+                # that needs its bytes, not now.
+                after = NO_HASH
+                self.unread_after.append(i)
+            else:
+                after = before if error else rec.bos.hash(bo, extent, sync=i not in out_set)
+            if not error and after != NO_HASH:
                 rec.bos.remember(bo, extent, after)
-            if wrote or after != before:
+            if wrote or NO_HASH not in (before, after) and after != before:
                 rec.bos.changed[id(bo)] = n
             w, k = changes.get(id(bo), (False, False))
-            changes[id(bo)] = (w or wrote, k or after != before)
+            changes[id(bo)] = (w or wrote, k or NO_HASH not in (before, after) and after != before)
             slots.append(Slot(role, i in out_set, h, place, size, wrote, nb, wh, [before, after]))
         call = Call(n, ns, self.kernel, key_text(a.key), key_text(a.key), ints(a.static),
                     ints(a.inter), a.outs, a.shared_nonstatic,
@@ -263,8 +310,15 @@ class CallCapture:
                     self.labels, rec.caller(),
                     first, slots, bool(error), error, [h2d, 0], [writes, 0],
                     CallX(bool(self.new), "%x" % id(self.cache)))
+        if self.unread_before:
+            call.x.bo_unread_before = self.unread_before
+        if self.unread_after:
+            call.x.bo_unread_after = self.unread_after
+        if self.assumed:
+            call.x.bo_assumed_unchanged = self.assumed
         if self.thread:
             call.thread = self.thread
+        STATS["hashed_bo_after"] += STATS["bytes_hashed"] - b0
         rec.views.rehash(n, iteration_key(self.loops),
                          {b: w and not k for b, (w, k) in changes.items()}, self.thread)
         if results is not None:

@@ -65,10 +65,15 @@ class Recorder:
         self.ns_names = set()    # every namespace name given out
         self.key_first = {}      # (ns, key) -> first call number
         self.bos = BoTable(reuse=not exact_requested())
+        # Reading only what a check needs (_capture.py): not with BOD_RECORD_EXACT=1, nor with
+        # a shadow run (its checks compare every slot's bytes).
+        self.lazy = not exact_requested() and not shadow
+        self.key_calls = {}      # (ns, key) -> calls of the key so far
+        self.passed = {}         # (ns, key, slot) -> host hash of the data last passed there
         self.host_hashes = HostHashes()
         self.running = 0         # calls described and not yet finished (other threads' engines)
         self.views = ViewTable()
-        self.shadow = Shadow() if shadow else None
+        self.shadow = Shadow(self.bos) if shadow else None
         self.seconds = 0.0       # time spent recording (not in the engine)
         self.stopped = False
         self.attacher = Attacher(self.record, target)
@@ -153,7 +158,9 @@ class Recorder:
             try:
                 call = c.after(self, results, error)
                 if self.shadow:
+                    b0 = STATS["bytes_hashed"]
                     self.shadow.run(c, call, results, error)
+                    STATS["hashed_shadow"] += STATS["bytes_hashed"] - b0
             except Exception as e:
                 self.stop(c, e)
                 return

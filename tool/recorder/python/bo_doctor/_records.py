@@ -106,6 +106,9 @@ class CallX:
     new_key: bool
     cache_id: str
     shadow_fed: object = OMIT  # [[slot, call]]: a placeholder's shadow got that call's array
+    bo_unread_before: object = OMIT  # [slot]: reuse[0] not read (no check needs it here)
+    bo_unread_after: object = OMIT   # [slot]: reuse[1] not read (no check needs it here)
+    bo_assumed_unchanged: object = OMIT  # [slot]: static BO not read again, reuse[1] = reuse[0]
 
 
 @dataclass

@@ -4,8 +4,9 @@ then its outputs compared with the real call's. This is the trace's `no_reuse` c
 
 A slot handed a placeholder (0 elements or zero strides) never feeds it to a fresh BO: it gets
 the array last really written into that slot of the key (a reference kept for that; for a
-static slot, the one its key's first call passed), and the call line says so in its `x`
-(`shadow_fed`: [slot, the call whose array it got]). An argument that is a view of an earlier call's BO is copied before the real call, so the
+static slot, the one its key's first call passed; one of 1 MiB or more that its BO held whole
+after that call is not kept but read back from the BO: `release`, `read_back`), and the call
+line says so in its `x` (`shadow_fed`: [slot, the call whose array it got]). An argument that is a view of an earlier call's BO is copied before the real call, so the
 shadow sees the bytes the engine was given. The copy shares the cache's loaded kernels and
 device but none of its BOs (`_cached_bos`, `_shared_bos`) and none of its profiler: the real
 cache's BOs, the program's arrays and its profile are never touched. Its BOs are dropped after
@@ -17,10 +18,15 @@ import numpy as np
 
 from ._bos import mapped_hash
 from ._capture import is_placeholder
-from ._hashing import array_hash
+from ._hashing import NO_HASH, STATS, array_hash
 from ._records import Output
 
 SHADOW_KEY = "__bo_doctor_shadow__"
+IN_BO_MIN = 1 << 20  # static arrays from this size on are read back from their BO
+
+
+def _size(x):
+    return x.nbytes // max(1, x.dtype.itemsize) if isinstance(x, _InBo) else np.asarray(x).size
 
 
 class _NullProfiler:
@@ -30,9 +36,22 @@ class _NullProfiler:
         return lambda *a, **k: None
 
 
+class _InBo:
+    """A static array a key's first call passed, left to the BO that holds it: its bytes are
+    read back from that BO when a shadow run needs them (the recorder keeps no copy of weights
+    the program frees)."""
+
+    def __init__(self, x, host_hash):
+        x = np.asarray(x)
+        self.dtype, self.shape, self.nbytes, self.hash = x.dtype, x.shape, x.nbytes, host_hash
+
+
 class Shadow:
-    def __init__(self):
-        self.first_arrays = {}  # (ns, key, slot) -> the static array the key's first call passed
+    def __init__(self, bos=None):
+        self.bos = bos          # the recorder's BoTable (which BOs the program holds views of)
+        # (ns, key, slot) -> the static array the key's first call passed, or an _InBo for one
+        # of at least IN_BO_MIN bytes that its BO held whole after that call
+        self.first_arrays = {}
         self.last_real = {}     # (ns, key, slot) -> (array last really written there, its call)
         self.caches = {}        # id(cache) -> its private copy
 
@@ -63,16 +82,55 @@ class Shadow:
             self.caches[id(cache)] = sh
         return sh
 
+    def release(self, c, call):
+        """After a key's first call: a large static array its BO holds whole, byte for byte
+        (the hash after the dispatch is the host array's), is left to the BO."""
+        a = c.args
+        if not c.new or call.failed:
+            return
+        for i in a.static:
+            k = (c.ns, a.key, i)
+            x = self.first_arrays.get(k)
+            if not isinstance(i, int) or not 0 <= i < len(call.slots) or x is None or \
+                    isinstance(x, _InBo):
+                continue
+            s = call.slots[i]
+            if np.asarray(x).nbytes >= IN_BO_MIN and s.written and \
+                    s.written_bytes == s.host.bytes == s.bo_bytes and \
+                    s.reuse[1] == s.host.hash != NO_HASH and s.host.source != "view":
+                self.first_arrays[k] = _InBo(x, s.host.hash)
+                last = self.last_real.get(k)
+                if last is not None and last[0] is x:  # the static branch of run() feeds it
+                    del self.last_real[k]
+
+    def read_back(self, c, i, kept):
+        """The bytes of the static array the key's first call passed in slot i, read back from
+        the real BO; None when the BO no longer holds them (a kernel wrote it since)."""
+        bos = (getattr(c.cache, "_cached_bos", {}) or {}).get(c.args.key) or []
+        if i >= len(bos) or int(bos[i].size()) < kept.nbytes:
+            return None
+        sync = self.bos is None or id(bos[i]) not in self.bos.viewed
+        if mapped_hash(bos[i], kept.nbytes, sync=sync) != kept.hash:
+            return None
+        raw = np.frombuffer(bos[i].map(), np.uint8, count=kept.nbytes)
+        return raw.copy().view(kept.dtype).reshape(kept.shape)
+
     def run(self, c, call, results, error):
         """Runs CallCapture c again on fresh BOs and adds the `no_reuse` fields to its call
         line (placeholders: the host hashes, when the real call raised)."""
+        try:
+            self._run(c, call, results, error)
+        finally:
+            self.release(c, call)
+
+    def _run(self, c, call, results, error):
         a = c.args
         call.outputs = []
         for s in call.slots:
             s.no_reuse = [s.host.hash, s.host.hash]
         if error or results is None:
             return
-        fresh, replaced = [], set()  # replaced: slots given another call's array
+        fresh, replaced = [], {}  # replaced: slots given another call's array -> its hash
         fed = []
         for i, x in enumerate(a.inputs):
             arr = np.asarray(c.snapshots.get(i, x))
@@ -81,12 +139,22 @@ class Shadow:
             last = self.last_real.get(key)
             if is_placeholder(arr) and last is not None:
                 arr = np.asarray(last[0])
-                replaced.add(i)
+                replaced[i] = None
                 fed.append([i, last[1]])
             elif i in a.static and first is not None and \
-                    (is_placeholder(arr) or arr.size != np.asarray(first).size):
-                arr = np.asarray(first)
-                replaced.add(i)
+                    (is_placeholder(arr) or arr.size != _size(first)):
+                if isinstance(first, _InBo):
+                    back = self.read_back(c, i, first)
+                    if back is None:
+                        call.error = (call.error + "; " if call.error else "") + \
+                            "shadow run not made: slot %d's BO no longer holds the bytes " \
+                            "call %d passed, and the program freed them" % (i, call.key_first_call)
+                        return
+                    arr = back
+                    replaced[i] = first.hash
+                else:
+                    arr = np.asarray(first)
+                    replaced[i] = None
                 fed.append([i, call.key_first_call])
             elif c.written[i] and not is_placeholder(arr) and c.hosts[i].source != "view":
                 self.last_real[key] = (x, c.n)  # what the real BO got here
@@ -101,12 +169,13 @@ class Shadow:
                 "shadow run failed: %s: %s" % (type(e).__name__, e)
             sh._cached_bos.clear()
             return
+        STATS["shadowed"] += 1
         sbos = sh._cached_bos.get(SHADOW_KEY, [])
         h2d = 0
         for i, s in enumerate(call.slots):
             # Written whole: the host hash, unless a placeholder was replaced (snapshots of views
             # hold the bytes the host hash was taken of).
-            pre = array_hash(fresh[i]) if i in replaced else s.host.hash
+            pre = (replaced[i] or array_hash(fresh[i])) if i in replaced else s.host.hash
             post = mapped_hash(sbos[i], fresh[i].nbytes, sync=True) if i < len(sbos) else pre
             s.no_reuse = [pre, post]
             h2d += fresh[i].nbytes

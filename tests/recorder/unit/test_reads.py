@@ -1,0 +1,188 @@
+"""Reading only what a check needs (docs/recording.md): a skipped static slot's BO is read again
+after the dispatch only at its key's sampled calls, a skipped intermediate's BO only before a
+call that passed it other data than the key's previous call, and every unread hash is named in
+the call line's x. With BOD_RECORD_EXACT=1 or --shadow everything is read, as before."""
+import gc
+import os
+import weakref
+import unittest
+from unittest import mock
+
+import support
+import numpy as np
+
+from bo_doctor import _hashing
+from bo_doctor._hashing import STATS, array_hash
+from bo_doctor._record import Recorder
+from bo_doctor._spool import Spool
+
+NO_HASH = "0" * 16
+N = 1 << 20  # 4 MiB of f32 per slot
+
+
+CLOBBER = {"at": None, "calls": 0}
+
+
+def kernel(a):
+    """out = w[:4] + scratch[:4]; writes its scratch whole (an intermediate), and its static
+    weight at the call CLOBBER["at"] (a clobbering kernel)."""
+    CLOBBER["calls"] += 1
+    w, s = a.get(0, (N,)), a.get(1, (N,))
+    a.get(3, (4,))[...] = w[:4] + s[:4] + a.get(2, (4,))
+    s[...] = 1.0
+    if CLOBBER["calls"] == CLOBBER["at"]:
+        w[:4] = 7.0
+
+
+class Reads(support.RecorderTest):
+    def run_calls(self, calls, clobber_at=None, new_scratch_at=()):
+        c = self.wrapped(cache_dir=os.path.join(self.dir, "kernels"))
+        c.register("k", kernel, 4)
+        w = np.full(N, 2.0, np.float32)
+        CLOBBER.update(at=clobber_at, calls=0)
+        reads = []  # (syncs, BO bytes hashed) each call added
+        for n in range(1, calls + 1):
+            scratch = np.full(N, 3.0, np.float32) if n in new_scratch_at else \
+                np.zeros(N, np.float32)  # untouched pages: known zero, not read
+            s0, b0 = STATS["syncs"], STATS["hashed_bo_before"] + STATS["hashed_bo_after"]
+            c.load_and_run("k", {}, w, scratch, np.ones(4, np.float32), np.zeros(4, np.float32),
+                           static_input_indices=[0], intermediate_indices=[1],
+                           output_indices=[3], bo_key="k")
+            reads.append((STATS["syncs"] - s0,
+                          STATS["hashed_bo_before"] + STATS["hashed_bo_after"] - b0))
+        return self.calls(), reads
+
+    def test_static_bo_read_again_only_at_sampled_calls(self):
+        calls, reads = self.run_calls(20)
+        sampled = [n for n in range(1, 21) if n <= 3 or n & (n - 1) == 0]
+        self.assertEqual(sampled, [1, 2, 3, 4, 8, 16])
+        for call in calls:
+            n, s = call["n"], call["slots"][0]
+            if n in sampled:
+                self.assertNotIn(0, call["x"].get("bo_assumed_unchanged", []), n)
+            else:
+                self.assertEqual(call["x"]["bo_assumed_unchanged"], [0], n)
+            self.assertEqual(s["reuse"], [array_hash(np.full(N, 2.0, np.float32))] * 2, n)
+        # Between the sampled calls nothing of the 4 MiB weight or scratch BO is read or synced
+        # (the 16-byte output is what is hashed).
+        for n in (5, 6, 7, 9, 15, 17, 20):
+            self.assertEqual(reads[n - 1], (0, 16), n)
+        self.assertGreaterEqual(reads[7][1], 4 * N)  # call 8 reads the weight BO again
+
+    def test_a_clobber_between_samples_shows_at_the_next_sampled_call(self):
+        calls, _ = self.run_calls(9, clobber_at=6)
+        w = array_hash(np.full(N, 2.0, np.float32))
+        by_n = {c["n"]: c["slots"][0]["reuse"] for c in calls}
+        self.assertEqual(by_n[6], [w, w])  # not read at call 6: taken as unchanged
+        self.assertEqual(by_n[8][0], w)
+        self.assertNotEqual(by_n[8][1], w)  # read at call 8: the device's write shows
+        self.assertEqual(by_n[9], [by_n[8][1]] * 2)
+
+    def test_intermediate_read_before_a_call_that_passes_new_data(self):
+        calls, reads = self.run_calls(7, new_scratch_at=(6,))
+        ones = array_hash(np.full(N, 1.0, np.float32))
+        for call in calls:
+            n, s = call["n"], call["slots"][1]
+            self.assertEqual(s["reuse"][1], NO_HASH, n)  # never read after the dispatch
+            self.assertIn(1, call["x"]["bo_unread_after"])
+            if n <= 5:  # the data the key's previous call passed (or the key's first call)
+                self.assertEqual(s["reuse"][0], s["written_hash"] if n == 1 else NO_HASH, n)
+                if n > 1:
+                    self.assertIn(1, call["x"]["bo_unread_before"])
+        # Call 6 passes 3.0s, call 7 zeros again: new data each time, so what the BO held
+        # (the kernel's 1.0s) is read, with one sync, for that BO only.
+        for n in (6, 7):
+            self.assertEqual(calls[n - 1]["slots"][1]["reuse"][0], ones, n)
+            self.assertNotIn("bo_unread_before", calls[n - 1]["x"], n)
+            self.assertEqual(reads[n - 1], (1, 4 * N + 16), n)
+
+    def test_exact_mode_reads_everything(self):
+        with mock.patch.dict(os.environ, {"BOD_RECORD_EXACT": "1"}):
+            self.rec = Recorder(Spool(self.spool_path + ".exact"), argv=["unit-test"])
+            self.spool_path += ".exact"
+            self.spool._f.close()
+            self.spool = self.rec.spool
+            from shared.infra.cache import KernelCache
+            self.wrapped = type("KernelCache", (KernelCache,), {
+                "load_and_run": self.rec.attacher.wrap(KernelCache.load_and_run)})
+            calls, _ = self.run_calls(6)
+        for call in calls:
+            self.assertFalse({"bo_unread_before", "bo_unread_after", "bo_assumed_unchanged"} &
+                             set(call["x"]), call["n"])
+            self.assertNotIn(NO_HASH, call["slots"][1]["reuse"][1:], call["n"])
+
+
+class ReadsWithShadow(Reads):
+    shadow = True
+
+    def test_static_bo_read_again_only_at_sampled_calls(self):
+        calls, _ = self.run_calls(9)
+        for call in calls:
+            self.assertNotIn("bo_assumed_unchanged", call["x"])
+            for s in call["slots"]:
+                self.assertNotIn(NO_HASH, s["reuse"], call["n"])
+
+    test_a_clobber_between_samples_shows_at_the_next_sampled_call = None
+    test_intermediate_read_before_a_call_that_passes_new_data = None
+
+
+if __name__ == "__main__":
+    unittest.main()
+
+
+class ShadowKeepsNoFreedWeights(support.RecorderTest):
+    """--shadow: a static array of 1 MiB or more that the key's first call passed and its BO
+    holds whole is not kept alive; a later call's shadow run reads it back from the BO."""
+    shadow = True
+
+    def run_calls(self, n_weight, clobber_at=None):
+        c = self.wrapped(cache_dir=os.path.join(self.dir, "kernels"))
+        CLOBBER.update(at=clobber_at, calls=0)
+
+        def k(a):
+            CLOBBER["calls"] += 1
+            w = a.get(0, (n_weight,))
+            a.get(2, (4,))[...] = w[:4] * a.get(1, (4,))
+            if CLOBBER["calls"] == CLOBBER["at"]:
+                w[:4] = 7.0
+
+        c.register("k", k, 3)
+        w = np.full(n_weight, 2.0, np.float32)
+        w_hash = array_hash(w)
+        ref = weakref.ref(w)
+        args = dict(static_input_indices=[0], output_indices=[2], bo_key="k")
+        c.load_and_run("k", {}, w, np.ones(4, np.float32), np.zeros(4, np.float32), **args)
+        del w  # the program frees its weights: the BO holds them
+        kept = True
+        for _ in range(3):  # later calls with an empty placeholder
+            c.load_and_run("k", {}, np.empty(0, np.float32), np.ones(4, np.float32),
+                           np.zeros(4, np.float32), **args)
+            # (a snapshot of this frame's locals the recorder took lives until the next call)
+            gc.collect()
+            kept = kept and ref() is not None
+        return self.calls(), kept, w_hash
+
+    def test_a_freed_weight_is_read_back_from_its_bo(self):
+        calls, kept, w_hash = self.run_calls(N)  # the shadow runs double the outputs
+        self.assertFalse(kept)
+        for call in calls[1:]:
+            self.assertEqual(call["x"]["shadow_fed"], [[0, 1]], call["n"])
+            self.assertEqual(call["slots"][0]["no_reuse"][0], w_hash, call["n"])
+            self.assertEqual(call["outputs"][0]["bit_exact"], True, call["n"])
+            self.assertEqual(call["error"], "")
+
+    def test_a_small_weight_is_still_kept(self):
+        calls, kept, w_hash = self.run_calls(1024)
+        self.assertTrue(kept)
+        self.assertEqual(calls[1]["slots"][0]["no_reuse"][0], w_hash)
+
+    def test_a_weight_its_bo_no_longer_holds_is_not_made_up(self):
+        # The kernel writes the static BO at call 2 (its 3rd run: call 1's shadow run was the
+        # 2nd): the shadow runs of calls 2 to 4, made after their real calls, have no bytes to
+        # feed, and say so.
+        calls, _, w_hash = self.run_calls(N, clobber_at=3)
+        for call in calls[1:]:
+            self.assertIn("shadow run not made: slot 0's BO no longer holds the bytes call 1 "
+                          "passed", call["error"])
+            self.assertFalse(call["failed"])
+            self.assertEqual(call["outputs"], [])
