@@ -605,7 +605,10 @@ TEST_P(RecordShortcuts, OnAndOffGiveTheSameTrace) {
               s["reuse"][0].get<std::string>(), s["reuse"][1].get<std::string>(),
               nr[0].get<std::string>(), nr[1].get<std::string>()})
           r.h.push_back(v);
-        r.unread.insert(r.unread.end(), {0, 0, listed("bo_unread_before", slot) ? 1 : 0,
+        r.unread.insert(r.unread.end(), {0, 0,
+                                         listed("bo_unread_before", slot)    ? 1
+                                         : listed("bo_assumed_before", slot) ? 2
+                                                                             : 0,
                                          listed("bo_unread_after", slot)        ? 1
                                          : listed("bo_assumed_unchanged", slot) ? 2
                                                                                 : 0,

@@ -57,6 +57,7 @@ class BoTable:
         self.viewed = set()  # id(bo) of BOs the engine returned a view into (never synced)
         self.reuse = reuse
         self.known = {}    # id(bo) -> (identity, {nbytes: hash}) taken after its last call
+        self.assumed = set()  # id(bo) whose known hash was not read but carried over
 
     def hash(self, bo, nbytes, sync, reuse=False):
         """The BO's first nbytes as the device holds them; from the mapping as it is when the
@@ -94,6 +95,7 @@ class BoTable:
         """The BOs a call binds, before it runs: their bytes may change."""
         for bo in bos or ():
             self.known.pop(id(bo), None)
+            self.assumed.discard(id(bo))
 
     def note_viewed(self, results, bos, out_set):
         """Marks the BOs of the output slots the call returned arrays for."""

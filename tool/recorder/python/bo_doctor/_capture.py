@@ -170,6 +170,7 @@ class CallCapture:
         b0 = STATS["bytes_hashed"]
         self.pre = {}
         self.unread_before, self.unread_after, self.assumed = [], [], []
+        self.assumed_before = []
         if not self.new:
             bos = cache._cached_bos[a.key]
             pooled = {id(bo) for bo in (getattr(cache, "_shared_bos", {}) or {}).values()}
@@ -189,6 +190,8 @@ class CallCapture:
                         self.pre[i] = NO_HASH
                         self.unread_before.append(i)
                         continue
+                    if id(bos[i]) in rec.bos.assumed and rec.bos.has(bos[i], extent):
+                        self.assumed_before.append(i)  # carried over, not read
                     self.pre[i] = rec.bos.hash(bos[i], extent, sync=True,
                                                reuse=not rec.running)
             rec.bos.forget(bos)
@@ -299,6 +302,9 @@ class CallCapture:
                 after = before if error else rec.bos.hash(bo, extent, sync=i not in out_set)
             if not error and after != NO_HASH:
                 rec.bos.remember(bo, extent, after)
+                if i in self.assumed or i in self.assumed_before and after == before and \
+                        not self.sampled:
+                    rec.bos.assumed.add(id(bo))
             if wrote or NO_HASH not in (before, after) and after != before:
                 rec.bos.changed[id(bo)] = n
             w, k = changes.get(id(bo), (False, False))
@@ -316,6 +322,8 @@ class CallCapture:
             call.x.bo_unread_after = self.unread_after
         if self.assumed:
             call.x.bo_assumed_unchanged = self.assumed
+        if self.assumed_before:
+            call.x.bo_assumed_before = self.assumed_before
         if self.thread:
             call.thread = self.thread
         STATS["hashed_bo_after"] += STATS["bytes_hashed"] - b0
