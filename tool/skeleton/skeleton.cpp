@@ -103,6 +103,20 @@ Result<nlohmann::ordered_json> skeleton_model(const Trace& t, const std::string&
                                      "cannot spell"};
     calls_of[c.kernel].push_back(static_cast<int>(i));
   }
+  // A recorder records one kernel called with another argument count as "name/15args": per
+  // slot index, the first shape any variant of the kernel recorded, for the variant's slots
+  // that only ever saw an empty placeholder.
+  std::map<std::string, std::vector<skeleton_detail::Shape>> known;
+  for (auto& c : t.calls) {
+    auto& v = known[skeleton_detail::base_kernel(c.kernel)];
+    if (v.size() < c.slots.size()) v.resize(c.slots.size());
+    for (size_t s = 0; s < c.slots.size(); ++s) {
+      const auto& sh = c.slots[s].host.shape;
+      bool ok = !sh.empty() && c.slots[s].host.bytes > 0;
+      for (auto d : sh) ok = ok && d > 0;
+      if (ok && v[s].empty()) v[s] = sh;
+    }
+  }
   std::map<std::string, KernelPlan> kernels;
   std::vector<std::string> unused;
   for (auto& k : t.header.kernels) {
@@ -111,7 +125,8 @@ Result<nlohmann::ordered_json> skeleton_model(const Trace& t, const std::string&
       unused.push_back(k.name);
       continue;
     }
-    kernels.emplace(k.name, plan_kernel(t, k, it->second));
+    kernels.emplace(k.name,
+                    plan_kernel(t, k, it->second, known[skeleton_detail::base_kernel(k.name)]));
   }
 
   // Data that moves on in a slot whose write the engine may skip (static or intermediate): when
@@ -122,9 +137,15 @@ Result<nlohmann::ordered_json> skeleton_model(const Trace& t, const std::string&
   // a tensor: lint's key-collision compares tensor names; the bytes decide at check time. A
   // recorder's names ("arg9@L0") name slots, not arrays, so values are told apart by hash.
   constexpr size_t kMaxValues = 4096;  // per kernel slot; beyond it, bindings stay as recorded
+  // In a recording (slot names, not array names) every input slot keeps its values: the
+  // recorder names a decode step's activation "arg0@L0" at every token, and one array for all
+  // of them would make the activation look constant (a missed-static note advising to make it
+  // static once the bodies are real). Views keep their own names.
   auto moves = [&](const TraceCall& c, const TraceSlot& ts) {
-    return (c.is_static(ts.slot) || c.is_inter(ts.slot)) && !ts.output &&
-           ts.host.source != ArraySource::zeros && ts.host.source != ArraySource::placeholder;
+    bool skippable = c.is_static(ts.slot) || c.is_inter(ts.slot);
+    bool recorded = !t.header.named_bindings && ts.host.source != ArraySource::view;
+    return (skippable || recorded) && !ts.output && ts.host.source != ArraySource::zeros &&
+           ts.host.source != ArraySource::placeholder;
   };
   // Per (cache, bo_key, slot, binding name): the distinct values. Different names in one key's
   // slot are different arrays (key-collision decides on them by name); one name whose values
@@ -133,32 +154,57 @@ Result<nlohmann::ordered_json> skeleton_model(const Trace& t, const std::string&
   for (auto& c : t.calls)
     for (auto& ts : c.slots)
       if (moves(c, ts)) per_key[{c.ns, c.bo_key, ts.slot, ts.host.name}].insert(ts.host.hash);
-  std::map<std::pair<std::string, int>, std::vector<uint64_t>> slices;  // (kernel, slot)
+  // (kernel, slot, layer); a kernel's arity variants ("k/15args") are the kernel. When every
+  // call passing values in a kernel slot carries a layer label, the values are kept per layer
+  // ("..._values[l][k]", k counting that layer's values), so the layer loop folds inside the
+  // token loop; otherwise one list ("..._values[k]").
+  auto moving = [&](const TraceCall& c, const TraceSlot& ts) {
+    return moves(c, ts) && per_key[{c.ns, c.bo_key, ts.slot, ts.host.name}].size() >= 2;
+  };
+  std::map<std::pair<std::string, int>, bool> layered;
+  for (auto& c : t.calls)
+    for (auto& ts : c.slots)
+      if (moving(c, ts)) {
+        auto it =
+            layered.emplace(std::make_pair(skeleton_detail::base_kernel(c.kernel), ts.slot), true)
+                .first;
+        it->second = it->second && c.layer >= 0 && !t.header.named_bindings;
+      }
+  auto slice_key = [&](const TraceCall& c, const TraceSlot& ts) {
+    std::string k = skeleton_detail::base_kernel(c.kernel);
+    long long l = layered[{k, ts.slot}] ? c.layer : -1;
+    return std::make_tuple(k, ts.slot, l);
+  };
+  std::map<std::tuple<std::string, int, long long>, std::vector<uint64_t>> slices;
   for (auto& c : t.calls)
     for (auto& ts : c.slots) {
-      if (!moves(c, ts) || per_key[{c.ns, c.bo_key, ts.slot, ts.host.name}].size() < 2) continue;
-      auto& v = slices[{c.kernel, ts.slot}];
+      if (!moving(c, ts)) continue;
+      auto& v = slices[slice_key(c, ts)];
       if (std::find(v.begin(), v.end(), ts.host.hash) == v.end()) v.push_back(ts.host.hash);
     }
   auto value_name = [&](const TraceCall& c, const TraceSlot& ts) -> std::optional<std::string> {
-    if (!moves(c, ts) || per_key[{c.ns, c.bo_key, ts.slot, ts.host.name}].size() < 2)
-      return std::nullopt;
-    auto& v = slices[{c.kernel, ts.slot}];
+    if (!moving(c, ts)) return std::nullopt;
+    auto key = slice_key(c, ts);
+    auto& v = slices[key];
     if (v.size() > kMaxValues) return std::nullopt;
     auto k = std::find(v.begin(), v.end(), ts.host.hash) - v.begin();
     const KernelInfo* ki = t.kernel(c.kernel);
     std::string slot = ki && static_cast<size_t>(ts.slot) < ki->slots.size()
                            ? ki->slots[static_cast<size_t>(ts.slot)].name
                            : "arg" + std::to_string(ts.slot);
-    return Arrays::indexable(c.kernel + "_" + slot + "_values") + "[" + std::to_string(k) + "]";
+    std::string layer = std::get<2>(key) >= 0 ? "[" + std::to_string(std::get<2>(key)) + "]" : "";
+    return Arrays::indexable(skeleton_detail::base_kernel(c.kernel) + "_" + slot + "_values") +
+           layer + "[" + std::to_string(k) + "]";
   };
 
   // A recorder names a binding by its slot ("arg1", "arg1@L0" with the layer label), not by its
   // array: one slot name in two kernels is two arrays, so the kernel's name goes in front
-  // ("o_ffn_arg1@L0" -> the array o_ffn_arg1, layer 0's slice). Views keep their own names.
+  // ("o_ffn_arg1@L0" -> the array o_ffn_arg1, layer 0's slice); a kernel called with another
+  // argument count ("o_ffn/15args") is the same kernel, its slots the same arrays. Views keep
+  // their own names.
   auto recorded_name = [&](const TraceCall& c, const TraceSlot& ts) {
     if (t.header.named_bindings || ts.host.source == ArraySource::view) return ts.host.name;
-    return c.kernel + "_" + ts.host.name;
+    return skeleton_detail::base_kernel(c.kernel) + "_" + ts.host.name;
   };
 
   // Every slot's binding.
@@ -192,6 +238,67 @@ Result<nlohmann::ordered_json> skeleton_model(const Trace& t, const std::string&
     }
   }
   arrays.build();
+  ojson tensors_pre = ojson::object(), vars_pre = ojson::object();
+  arrays.emit(tensors_pre, vars_pre);
+  ojson &tensors = tensors_pre, &vars = vars_pre;
+
+  // Views the program held or read after their BO was rewritten (view_read lines): the call
+  // that returned one keeps it as a view in a var, and a host copy reads that var where the
+  // program did (before call read_call; when the program only held it, right after the call
+  // that rewrote the BO), so check finds the same view-overwritten.
+  std::set<std::string> taken;
+  for (auto& g : {std::cref(tensors_pre), std::cref(vars_pre)})
+    for (auto it = g.get().begin(); it != g.get().end(); ++it) taken.insert(it.key());
+  auto fresh = [&](const std::string& base) {
+    std::string n = base;
+    for (int i = 2; taken.count(n); ++i) n = base + "_" + std::to_string(i);
+    taken.insert(n);
+    return n;
+  };
+  std::map<std::pair<int, int>, std::string> held;  // (call number, slot) -> var
+  std::map<int, ojson> keeps;                       // call number -> keep
+  std::vector<std::vector<ojson>> before(t.calls.size()), after(t.calls.size());
+  ojson view_vars = ojson::object();
+  for (auto& v : t.view_reads) {
+    if (t.header.named_bindings) break;  // a model's own trace: the model has its keeps
+    if (v.captured_call < 1 || static_cast<size_t>(v.captured_call) > t.calls.size()) continue;
+    const TraceCall& c = t.calls[static_cast<size_t>(v.captured_call - 1)];
+    const KernelPlan& kp = kernels.at(c.kernel);
+    if (v.slot < 0 || static_cast<size_t>(v.slot) >= c.slots.size() ||
+        std::find(c.outputs.begin(), c.outputs.end(), v.slot) == c.outputs.end())
+      continue;
+    size_t at = 0;  // the call index the read goes before (t.calls.size(): at the end)
+    if (v.read_call >= 1 && static_cast<size_t>(v.read_call) <= t.calls.size())
+      at = static_cast<size_t>(v.read_call - 1);
+    else if (v.overwritten_by >= 1 && static_cast<size_t>(v.overwritten_by) <= t.calls.size())
+      at = static_cast<size_t>(v.overwritten_by);
+    else
+      continue;
+    if (at <= static_cast<size_t>(v.captured_call - 1)) continue;
+    auto key = std::make_pair(v.captured_call, v.slot);
+    const std::string& slot = kp.slot_names[static_cast<size_t>(v.slot)];
+    ojson type = {{"dtype", dtype_name(kp.dtypes[static_cast<size_t>(v.slot)])},
+                  {"shape", model_shape(kp, static_cast<size_t>(v.slot),
+                                        params[static_cast<size_t>(v.captured_call - 1)])}};
+    if (!held.count(key)) {
+      std::string n = fresh("held_view_c" + std::to_string(v.captured_call) + "_" + slot);
+      held[key] = n;
+      keeps[v.captured_call][slot] = n;
+      ojson j = type;
+      j["doc"] = "a zero-copy view of call " + std::to_string(v.captured_call) + "'s " + slot +
+                 " the program kept as '" + v.var + "'";
+      view_vars[n] = j;
+    }
+    std::string r = fresh(held[key] + "_read");
+    ojson j = type;
+    j["doc"] = "what " + v.reader + " read from '" + v.var + "'";
+    view_vars[r] = j;
+    ojson step = {{"host", "copy"}, {"src", held[key]}, {"out", r}};
+    if (at < t.calls.size())
+      before[at].push_back(step);
+    else
+      after[t.calls.size() - 1].push_back(step);
+  }
 
   // One step per call.
   Folder folder;
@@ -235,6 +342,7 @@ Result<nlohmann::ordered_json> skeleton_model(const Trace& t, const std::string&
     }
     if (!alias.empty()) step["shared_alias"] = alias;
     if (!c.ns.empty()) step["cache"] = c.ns;
+    if (keeps.count(c.number)) step["keep"] = keeps[c.number];
     if (!dropped.empty())
       step["doc"] = "recorded shared_alias entries with negative slot indices (" + dropped +
                     ") cannot be written in model.json and are left out";
@@ -252,7 +360,9 @@ Result<nlohmann::ordered_json> skeleton_model(const Trace& t, const std::string&
     const TraceCall& c = t.calls[i];
     if (segs.empty() || segs.back().phase != c.phase || segs.back().token != c.token)
       segs.push_back(Segment{c.phase, c.token, {}});
+    for (auto& h : before[i]) segs.back().items.push_back(folder.item(h, {}, {}));
     segs.back().items.push_back(std::move(flat[i]));
+    for (auto& h : after[i]) segs.back().items.push_back(folder.item(h, {}, {}));
   }
   for (auto& s : segs) s.items = folder.fold(std::move(s.items), {});
   ojson phases = ojson::array();
@@ -310,7 +420,8 @@ Result<nlohmann::ordered_json> skeleton_model(const Trace& t, const std::string&
       " kernel(s); producer '" + t.header.producer + "'" +
       (t.header.model_name.empty() ? "" : ", model '" + t.header.model_name + "'") +
       "). The program replays the recorded calls with their reuse settings; tensors are seeded "
-      "stand-ins with the recorded shapes, vars start as zeros, outputs are not bound. Every "
+      "stand-ins with the recorded shapes, and so are float vars (integer vars start as zeros); "
+      "outputs are not bound. Every "
       "kernel body is a stub (see its doc, '" +
       std::string(kSkeletonTodo) +
       "'); the host steps between calls and the end-to-end verify section are not recorded in "
@@ -323,8 +434,7 @@ Result<nlohmann::ordered_json> skeleton_model(const Trace& t, const std::string&
   m["description"] = desc;
   m["seed"] = 1;
   m["dims"] = ojson::object();
-  ojson tensors = ojson::object(), vars = ojson::object();
-  arrays.emit(tensors, vars);
+  for (auto it = view_vars.begin(); it != view_vars.end(); ++it) vars[it.key()] = it.value();
   m["tensors"] = tensors;
   m["vars"] = vars;
   ojson ks = ojson::object();

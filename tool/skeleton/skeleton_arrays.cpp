@@ -197,7 +197,13 @@ void Arrays::emit(ojson& tensors, ojson& vars) const {
                  "data did";
       vars[g.base] = j;
     } else {
-      j["doc"] = doc;
+      // Seeded like the tensors: with zeros every activation a filled-in body computes from
+      // is zero, and a stale slot would change nothing the outputs show.
+      if (f.dtype == DType::bf16 || f.dtype == DType::f32)
+        j["init"] = ojson{{"normal", {{"std", 0.02}}}};
+      j["doc"] = doc + (f.dtype == DType::bf16 || f.dtype == DType::f32
+                            ? "; seeded stand-in data"
+                            : "; zeros (integer data: seeded values could be out of range)");
       vars[g.base] = j;
     }
   }

@@ -34,7 +34,15 @@ struct KernelPlan {
   std::vector<int> fill;  // slots the stub body fills with 0
 };
 
-KernelPlan plan_kernel(const Trace& t, const KernelInfo& k, std::vector<int> calls);
+// `known`: per slot index, a shape the same kernel recorded under another argument count
+// ("k" and "k/15args"), used for a slot whose every call here passed no shape (an np.empty(0)
+// placeholder); empty entries where none is known.
+KernelPlan plan_kernel(const Trace& t, const KernelInfo& k, std::vector<int> calls,
+                       const std::vector<Shape>& known = {});
+
+// The kernel a recorder's arity variant stands for: "rms/15args" -> "rms"; other names as they
+// are.
+std::string base_kernel(const std::string& name);
 
 // The leading-dimension params of one call of the kernel.
 std::vector<int64_t> call_params(const KernelPlan& kp, const TraceCall& c);

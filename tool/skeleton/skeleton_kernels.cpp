@@ -45,7 +45,18 @@ std::string param_name(size_t i) {
 
 }  // namespace
 
-KernelPlan plan_kernel(const Trace& t, const KernelInfo& k, std::vector<int> calls) {
+std::string base_kernel(const std::string& name) {
+  size_t at = name.rfind('/');
+  if (at == std::string::npos || at == 0 || name.size() < at + 6 ||
+      name.compare(name.size() - 4, 4, "args") != 0)
+    return name;
+  for (size_t i = at + 1; i + 4 < name.size(); ++i)
+    if (!std::isdigit(static_cast<unsigned char>(name[i]))) return name;
+  return name.substr(0, at);
+}
+
+KernelPlan plan_kernel(const Trace& t, const KernelInfo& k, std::vector<int> calls,
+                       const std::vector<Shape>& known) {
   KernelPlan kp;
   kp.name = k.name;
   kp.calls = std::move(calls);
@@ -82,6 +93,16 @@ KernelPlan plan_kernel(const Trace& t, const KernelInfo& k, std::vector<int> cal
                            " at call " + std::to_string(ci + 1) + " but " +
                            dtype_name(kp.dtypes[s]) + " at the first call; the skeleton uses " +
                            dtype_name(kp.dtypes[s]));
+    }
+    bool none = true;  // no call passed a shape here (np.empty(0) placeholders)
+    for (int ci : kp.calls)
+      none = none && t.calls[static_cast<size_t>(ci)].slots[s].host.bytes == 0;
+    if (none && s < known.size() && !known[s].empty()) {
+      kp.shape[s] = known[s];
+      kp.notes.push_back("slot " + kp.slot_names[s] +
+                         ": every call passed an empty placeholder; its shape is the one " +
+                         base_kernel(k.name) + " recorded with another argument count");
+      continue;
     }
     if (rebuilt)
       kp.notes.push_back("slot " + kp.slot_names[s] +
