@@ -264,14 +264,15 @@ TEST_F(Cli, SaveTraceThenAnalyze) {
   Proc c = run("check " + bug + " --format json --save-trace " + quote(trace.string()));
   ASSERT_EQ(c.code, 1) << c.err;
   ASSERT_TRUE(fs::exists(trace));
-  Proc a = run("analyze " + quote(trace.string()) + " --format json");
+  Proc a = run("analyze " + quote(trace.string()) + " --format json --read-model");
   EXPECT_EQ(a.code, 1) << a.err;
   auto jc = nlohmann::json::parse(c.out), ja = nlohmann::json::parse(a.out);
   EXPECT_EQ(jc["findings"], ja["findings"]);
   EXPECT_EQ(ja["not_run"].size(), 0u);
   // "-" reads the trace from stdin (run() gives the binary /dev/null, so spell it out here)
-  std::string cmd = quote(BOD_BINARY) + " analyze - --format json < " + quote(trace.string()) +
-                    " > " + quote((dir_ / "stdin.json").string()) + " 2>/dev/null";
+  std::string cmd = quote(BOD_BINARY) + " analyze - --format json --read-model < " +
+                    quote(trace.string()) + " > " + quote((dir_ / "stdin.json").string()) +
+                    " 2>/dev/null";
   int st = std::system(cmd.c_str());
   EXPECT_EQ(WEXITSTATUS(st), 1);
   EXPECT_EQ(nlohmann::json::parse(slurp(dir_ / "stdin.json"))["findings"], jc["findings"]);

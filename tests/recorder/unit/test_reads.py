@@ -100,7 +100,7 @@ class Reads(support.RecorderTest):
         with mock.patch.dict(os.environ, {"BOD_RECORD_EXACT": "1"}):
             self.rec = Recorder(Spool(self.spool_path + ".exact"), argv=["unit-test"])
             self.spool_path += ".exact"
-            self.spool._f.close()
+            self.spool.close()
             self.spool = self.rec.spool
             from shared.infra.cache import KernelCache
             self.wrapped = type("KernelCache", (KernelCache,), {
