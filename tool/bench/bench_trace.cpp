@@ -4,9 +4,11 @@
 // inputs and an output; run on both engines, no access facts, a static slot the kernel
 // clobbers on one kernel so static-clobber's exposure and the finding sink both work), then
 // runs `bo-doctor analyze` and `bo-doctor skeleton` on each as child processes, interleaved,
-// and prints the wall time and the child's peak RSS (min/median/max over the runs). Prints,
-// asserts nothing.
-//   bench_trace [runs] [--sizes 100000,1000000] [--bin PATH/bo-doctor] [--keep DIR]
+// and prints the wall time and the child's peak RSS (min/median/max over the runs). Also
+// traces of 15k, 30k and 60k calls each with a finding of its own (--distinct; 0 for none),
+// whose times should double with the count. Prints, asserts nothing.
+//   bench_trace [runs] [--sizes 100000,1000000] [--distinct 15000,30000,60000]
+//               [--bin PATH/bo-doctor] [--keep DIR]
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -110,6 +112,59 @@ void write_big_trace(const std::string& path, long calls) {
   out << trace_end_line(t) << '\n';
 }
 
+// Writes a trace of `calls` calls, each on a bo_key of its own whose static slot the kernel
+// clobbers: one distinct static-clobber finding per call (the grouping, sorting and rendering
+// of many findings; the audit's 20k-distinct-findings trace at any size).
+void write_distinct_trace(const std::string& path, long calls) {
+  Trace t;
+  t.header.producer = "bench_trace";
+  t.header.model_name = "bench";
+  t.header.caps.run = t.header.caps.no_reuse = true;
+  t.header.kernels = {KernelInfo{"k", {{"w", DType::f32}, {"y", DType::f32}}, ""}};
+  std::ofstream out(path, std::ios::binary);
+  out << trace_header_line(t) << '\n';
+  for (long n = 1; n <= calls; ++n) {
+    TraceCall c;
+    c.number = static_cast<int>(n);
+    c.kernel = "k";
+    c.bo_key = "key" + std::to_string(n);
+    c.key_first_call = c.number;
+    c.statics = {0};
+    c.outputs = {1};
+    c.phase = "decode";
+    c.token = n;
+    c.path = "run.py:1";
+    for (int s = 0; s < 2; ++s) {
+      TraceSlot ts;
+      ts.slot = s;
+      ts.name = s ? "y" : "w";
+      ts.role = s ? SlotRole::input : SlotRole::static_input;
+      ts.output = s == 1;
+      ts.host.shape = {4};
+      ts.host.bytes = ts.bo_bytes = 16;
+      ts.host.source = s ? ArraySource::zeros : ArraySource::tensor;
+      ts.host.name = s ? "zeros" : "w";
+      ts.place.name = c.bo_key;
+      ts.place.index = s;
+      ts.place.first_call = c.number;
+      ts.written = true;
+      ts.written_bytes = 16;
+      ts.reuse_pre = ts.noreuse_pre = ts.reuse_post = 1;
+      ts.noreuse_post = s == 0 ? 2 : 1;  // the kernel writes its static weights
+      c.slots.push_back(ts);
+    }
+    OutputMetrics om;
+    om.slot = 1;
+    om.elements = 4;
+    c.outputs_cmp = {om};
+    out << trace_call_line(t, c) << '\n';
+  }
+  t.reuse.calls = t.noreuse.calls = calls;
+  out << trace_figures_line(t, TraceEngine::reuse) << '\n';
+  out << trace_figures_line(t, TraceEngine::no_reuse) << '\n';
+  out << trace_end_line(t) << '\n';
+}
+
 struct Run {
   double seconds = 0;
   long max_rss_kib = 0;
@@ -153,16 +208,19 @@ std::string stats(std::vector<T> v, const char* f) {
 int main(int argc, char** argv) {
   int runs = 3;
   std::vector<long> sizes = {100000, 1000000};
+  std::vector<long> distinct = {15000, 30000, 60000};
   std::string bin = (fs::path(argv[0]).parent_path() / "bo-doctor").string();
   std::string keep;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--sizes" && i + 1 < argc) {
-      sizes.clear();
+    if ((a == "--sizes" || a == "--distinct") && i + 1 < argc) {
+      auto& v = a == "--sizes" ? sizes : distinct;
+      v.clear();
       std::string s = argv[++i];
       for (size_t p = 0; p < s.size();) {
         size_t q = s.find(',', p);
-        sizes.push_back(std::stol(s.substr(p, q == std::string::npos ? q : q - p)));
+        long n = std::stol(s.substr(p, q == std::string::npos ? q : q - p));
+        if (n > 0) v.push_back(n);
         p = q == std::string::npos ? s.size() : q + 1;
       }
     } else if (a == "--bin" && i + 1 < argc) {
@@ -177,26 +235,35 @@ int main(int argc, char** argv) {
                      ? fs::temp_directory_path() / ("bod_bench_trace_" + std::to_string(getpid()))
                      : fs::path(keep);
   fs::create_directories(dir);
-  std::vector<std::string> files;
-  for (long n : sizes) {
-    std::string f = (dir / ("calls_" + std::to_string(n) + ".trace.jsonl")).string();
-    auto t0 = std::chrono::steady_clock::now();
-    write_big_trace(f, n);
-    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("trace %ld calls: %.1f MiB, written in %.2f s\n", n,
-                static_cast<double>(fs::file_size(f)) / (1 << 20), s);
-    files.push_back(f);
-  }
+  struct Input {
+    std::string label, file;
+  };
+  std::vector<Input> files;
+  for (int kind = 0; kind < 2; ++kind)
+    for (long n : kind ? distinct : sizes) {
+      std::string what = kind ? "distinct" : "calls";
+      std::string f = (dir / (what + "_" + std::to_string(n) + ".trace.jsonl")).string();
+      auto t0 = std::chrono::steady_clock::now();
+      if (kind)
+        write_distinct_trace(f, n);
+      else
+        write_big_trace(f, n);
+      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::string label = std::to_string(n) + (kind ? " distinct findings" : " calls");
+      std::printf("trace %s: %.1f MiB, written in %.2f s\n", label.c_str(),
+                  static_cast<double>(fs::file_size(f)) / (1 << 20), s);
+      files.push_back({label, f});
+    }
   std::fflush(stdout);
   const char* cmds[] = {"analyze", "skeleton"};
   // [size][cmd] -> runs
   std::vector<std::vector<std::vector<Run>>> got(
-      sizes.size(), std::vector<std::vector<Run>>(2, std::vector<Run>()));
+      files.size(), std::vector<std::vector<Run>>(2, std::vector<Run>()));
   for (int r = 0; r < runs; ++r)
-    for (size_t i = 0; i < sizes.size(); ++i)
+    for (size_t i = 0; i < files.size(); ++i)
       for (int c = 0; c < 2; ++c)
-        got[i][static_cast<size_t>(c)].push_back(run_child(bin, cmds[c], files[i]));
-  for (size_t i = 0; i < sizes.size(); ++i)
+        got[i][static_cast<size_t>(c)].push_back(run_child(bin, cmds[c], files[i].file));
+  for (size_t i = 0; i < files.size(); ++i)
     for (int c = 0; c < 2; ++c) {
       std::vector<double> secs, rss;
       int code = 0;
@@ -205,8 +272,9 @@ int main(int argc, char** argv) {
         rss.push_back(static_cast<double>(run.max_rss_kib) / 1024);
         code = run.code;
       }
-      std::printf("%-8s %8ld calls (exit %d): wall s %s; peak RSS MiB %s\n", cmds[c], sizes[i],
-                  code, stats(secs, "%.2f").c_str(), stats(rss, "%.0f").c_str());
+      std::printf("%-8s %s (exit %d): wall s %s; peak RSS MiB %s\n", cmds[c],
+                  files[i].label.c_str(), code, stats(secs, "%.2f").c_str(),
+                  stats(rss, "%.0f").c_str());
     }
   if (keep.empty()) fs::remove_all(dir);
   return 0;

@@ -5,6 +5,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <tuple>
+#include <unordered_set>
 
 #include "checks/registry.h"
 #include "core/hash.h"
@@ -205,6 +206,13 @@ Status apply_gate(Report& r, const GateOptions& g) {
   r.findings.insert(r.findings.begin(), unused.begin(), unused.end());
   // Groups, in order of their first member.
   std::map<std::tuple<std::string, std::string, std::string, int>, size_t> index;
+  // What each group already lists (one lookup per member; scanning the lists made a group of
+  // n findings O(n^2): 120k findings of one site took 20 s).
+  struct Seen {
+    std::unordered_set<std::string> slots, bo_keys;
+    std::unordered_set<int> calls;
+  };
+  std::vector<Seen> seen;
   r.groups.clear();
   for (size_t i = 0; i < r.findings.size(); ++i) {
     const Finding& f = r.findings[i];
@@ -217,22 +225,20 @@ Status apply_gate(Report& r, const GateOptions& g) {
       r.groups.back().lead = i;
       r.groups.back().severity = f.severity;
       r.groups.back().status = f.status;
+      seen.emplace_back();
     }
     FindingGroup& grp = r.groups[it->second];
+    Seen& had = seen[it->second];
     grp.members.push_back(i);
     if (f.severity > grp.severity) {
       grp.severity = f.severity;
       grp.lead = i;
     }
     std::string sl = slot_label(f);
-    if (!sl.empty() && std::find(grp.slots.begin(), grp.slots.end(), sl) == grp.slots.end())
-      grp.slots.push_back(sl);
+    if (!sl.empty() && had.slots.insert(sl).second) grp.slots.push_back(sl);
     std::string key = key_label(f.ns, f.bo_key);
-    if (!f.bo_key.empty() &&
-        std::find(grp.bo_keys.begin(), grp.bo_keys.end(), key) == grp.bo_keys.end())
-      grp.bo_keys.push_back(key);
-    if (f.call && std::find(grp.calls.begin(), grp.calls.end(), f.call) == grp.calls.end())
-      grp.calls.push_back(f.call);
+    if (!f.bo_key.empty() && had.bo_keys.insert(key).second) grp.bo_keys.push_back(key);
+    if (f.call && had.calls.insert(f.call).second) grp.calls.push_back(f.call);
     grp.every_call.insert(grp.every_call.end(), f.calls.begin(), f.calls.end());
     if (f.call) grp.every_call.push_back(f.call);
     grp.occurrences += f.occurrences;

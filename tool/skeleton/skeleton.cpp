@@ -175,19 +175,18 @@ Result<nlohmann::ordered_json> skeleton_model(const Trace& t, const std::string&
     long long l = layered[{k, ts.slot}] ? c.layer : -1;
     return std::make_tuple(k, ts.slot, l);
   };
-  std::map<std::tuple<std::string, int, long long>, std::vector<uint64_t>> slices;
+  std::map<std::tuple<std::string, int, long long>, skeleton_detail::ValueNumbers> slices;
   for (auto& c : t.calls)
     for (auto& ts : c.slots) {
       if (!moving(c, ts)) continue;
-      auto& v = slices[slice_key(c, ts)];
-      if (std::find(v.begin(), v.end(), ts.host.hash) == v.end()) v.push_back(ts.host.hash);
+      slices.try_emplace(slice_key(c, ts), kMaxValues).first->second.add(ts.host.hash);
     }
   auto value_name = [&](const TraceCall& c, const TraceSlot& ts) -> std::optional<std::string> {
     if (!moving(c, ts)) return std::nullopt;
     auto key = slice_key(c, ts);
-    auto& v = slices[key];
-    if (v.size() > kMaxValues) return std::nullopt;
-    auto k = std::find(v.begin(), v.end(), ts.host.hash) - v.begin();
+    auto& v = slices.at(key);
+    if (v.over()) return std::nullopt;
+    size_t k = v.number(ts.host.hash);
     const KernelInfo* ki = t.kernel(c.kernel);
     std::string slot = ki && static_cast<size_t>(ts.slot) < ki->slots.size()
                            ? ki->slots[static_cast<size_t>(ts.slot)].name

@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "skeleton/skeleton.h"
@@ -51,6 +52,24 @@ std::vector<int64_t> call_params(const KernelPlan& kp, const TraceCall& c);
 Shape model_shape(const KernelPlan& kp, size_t s, const std::vector<int64_t>& params);
 
 ojson kernel_json(const KernelPlan& kp, const KernelInfo& k);
+
+// The distinct values one slice of moving data holds, numbered by first appearance (one
+// lookup per call: searching the list of values before it made a slot with a new value per
+// call O(calls^2)). Keeps at most cap + 1: past the cap the slice is not replayed.
+class ValueNumbers {
+ public:
+  explicit ValueNumbers(size_t cap = 0) : cap_(cap) {}
+  void add(uint64_t v) {
+    if (at_.size() <= cap_) at_.emplace(v, at_.size());
+  }
+  bool over() const { return at_.size() > cap_; }
+  size_t size() const { return at_.size(); }
+  size_t number(uint64_t v) const { return at_.at(v); }  // a value add() kept
+
+ private:
+  size_t cap_;
+  std::unordered_map<uint64_t, size_t> at_;
+};
 
 // ---------------------------------------------------------------- arrays
 
