@@ -30,14 +30,14 @@ void run_run_not_completed(const Trace& t, FindingSink& sink) {
   for (auto& c : t.calls) {
     bool bad_state = !c.xrt.state.empty() && c.xrt.state != "completed";
     for (auto& s : c.slots) {
-      if (!s.xrt.is_bo) continue;
+      if (!s.xrt->is_bo) continue;
       const HostOp* early = nullptr;
-      for (auto& op : s.xrt.in_flight)
+      for (auto& op : s.xrt->in_flight)
         if (op.op == "read" || op.op == "sync_from") {
           early = &op;
           break;
         }
-      bool read_after = !s.xrt.read.empty() || !s.xrt.synced_from.empty();
+      bool read_after = !s.xrt->read.empty() || !s.xrt->synced_from.empty();
       if (!early && !(bad_state && read_after)) continue;
       Finding f = make_finding(kInfo, c, s.slot, c.key_first_call);
       if (early) {
@@ -47,7 +47,8 @@ void run_run_not_completed(const Trace& t, FindingSink& sink) {
       } else {
         f.message = "wait() of " + xrt_run_name(c) + " returned " + c.xrt.state + ", and " +
                     xrt_bo_name(s) + " was read back anyway";
-        f.evidence.push_back({"read back", range_text(range_union(s.xrt.read, s.xrt.synced_from))});
+        f.evidence.push_back(
+            {"read back", range_text(range_union(s.xrt->read, s.xrt->synced_from))});
       }
       f.evidence.push_back({"run state", c.xrt.state.empty() ? "never waited for" : c.xrt.state});
       sink.add(std::move(f));

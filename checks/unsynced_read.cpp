@@ -30,15 +30,16 @@ void run_unsynced_read(const Trace& t, FindingSink& sink) {
   if (lacks(t, kInfo)) return;
   for (auto& c : t.calls)
     for (auto& s : c.slots) {
-      if (!s.xrt.is_bo || s.xrt.unsynced_read.empty()) continue;
+      if (!s.xrt->is_bo || s.xrt->unsynced_read.empty()) continue;
       Finding f = make_finding(kInfo, c, s.slot, c.key_first_call);
-      f.message = "the host read " + range_text(s.xrt.unsynced_read) + " of " + xrt_bo_name(s) +
+      f.message = "the host read " + range_text(s.xrt->unsynced_read) + " of " + xrt_bo_name(s) +
                   " after " + xrt_run_name(c) + " without a sync from the device covering them";
-      f.evidence.push_back({"read", xrt_op_text(s.xrt.read_by)});
-      f.evidence.push_back({"synced from the device after the run",
-                            s.xrt.synced_from.empty() ? "nothing" : range_text(s.xrt.synced_from)});
-      f.evidence.push_back({"not covered", range_text(s.xrt.unsynced_read) + " (" +
-                                               std::to_string(range_bytes(s.xrt.unsynced_read)) +
+      f.evidence.push_back({"read", xrt_op_text(s.xrt->read_by)});
+      f.evidence.push_back(
+          {"synced from the device after the run",
+           s.xrt->synced_from.empty() ? "nothing" : range_text(s.xrt->synced_from)});
+      f.evidence.push_back({"not covered", range_text(s.xrt->unsynced_read) + " (" +
+                                               std::to_string(range_bytes(s.xrt->unsynced_read)) +
                                                " bytes)"});
       sink.add(std::move(f));
     }

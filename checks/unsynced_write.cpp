@@ -29,18 +29,18 @@ void run_unsynced_write(const Trace& t, FindingSink& sink) {
   if (lacks(t, kInfo)) return;
   for (auto& c : t.calls)
     for (auto& s : c.slots) {
-      if (!s.xrt.is_bo || s.xrt.unsynced.empty()) continue;
+      if (!s.xrt->is_bo || s.xrt->unsynced.empty()) continue;
       Finding f = make_finding(kInfo, c, s.slot, c.key_first_call);
-      f.message = range_text(s.xrt.unsynced) + " of " + xrt_bo_name(s) +
+      f.message = range_text(s.xrt->unsynced) + " of " + xrt_bo_name(s) +
                   " changed on the host after their last sync to the device; " + xrt_run_name(c) +
                   " read stale bytes there";
-      f.evidence.push_back({"unsynced", range_text(s.xrt.unsynced) + " (" +
-                                            std::to_string(range_bytes(s.xrt.unsynced)) +
+      f.evidence.push_back({"unsynced", range_text(s.xrt->unsynced) + " (" +
+                                            std::to_string(range_bytes(s.xrt->unsynced)) +
                                             " bytes)"});
-      if (!s.xrt.unsynced_by.op.empty())
-        f.evidence.push_back({"last host change", xrt_op_text(s.xrt.unsynced_by)});
+      if (!s.xrt->unsynced_by.op.empty())
+        f.evidence.push_back({"last host change", xrt_op_text(s.xrt->unsynced_by)});
       f.evidence.push_back({"synced to the device since the BO's previous run",
-                            s.xrt.synced_to.empty() ? "nothing" : range_text(s.xrt.synced_to)});
+                            s.xrt->synced_to.empty() ? "nothing" : range_text(s.xrt->synced_to)});
       sink.add(std::move(f));
     }
 }

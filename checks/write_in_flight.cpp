@@ -27,8 +27,8 @@ void run_write_in_flight(const Trace& t, FindingSink& sink) {
   if (lacks(t, kInfo)) return;
   for (auto& c : t.calls)
     for (auto& s : c.slots) {
-      if (!s.xrt.is_bo) continue;
-      for (auto& op : s.xrt.in_flight) {
+      if (!s.xrt->is_bo) continue;
+      for (auto& op : s.xrt->in_flight) {
         if (op.op == "read") continue;  // reads before completion: run-not-completed
         if (op.op == "sync_from") continue;
         Finding f = make_finding(kInfo, c, s.slot, c.key_first_call);

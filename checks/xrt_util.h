@@ -9,8 +9,8 @@ namespace bod {
 
 // "BO 2 (arg3, 256 B)".
 inline std::string xrt_bo_name(const TraceSlot& s) {
-  return "BO " + std::to_string(s.xrt.bo) + " (" + s.name + ", " + std::to_string(s.xrt.bo_bytes) +
-         " B)";
+  return "BO " + std::to_string(s.xrt->bo) + " (" + s.name + ", " +
+         std::to_string(s.xrt->bo_bytes) + " B)";
 }
 
 // "a store through map() at run.py:12" / "bo.write of bytes 0..256".

@@ -33,12 +33,12 @@ TEST(XrtChecks, CleanRecordingIsSilent) {
   const XrtSlot& w1 = t.calls[0].slots[4].xrt;
   EXPECT_TRUE(w1.is_bo);
   EXPECT_EQ(range_text(w1.synced_to), "bytes 0..256");
-  EXPECT_TRUE(t.calls[1].slots[4].xrt.synced_to.empty());  // resident
-  EXPECT_EQ(range_text(t.calls[1].slots[3].xrt.synced_to), "bytes 0..256");
-  EXPECT_EQ(range_text(t.calls[1].slots[5].xrt.synced_from), "bytes 0..256");
+  EXPECT_TRUE(t.calls[1].slots[4].xrt->synced_to.empty());  // resident
+  EXPECT_EQ(range_text(t.calls[1].slots[3].xrt->synced_to), "bytes 0..256");
+  EXPECT_EQ(range_text(t.calls[1].slots[5].xrt->synced_from), "bytes 0..256");
   EXPECT_EQ(t.calls[1].xrt.state, "completed");
-  EXPECT_FALSE(t.calls[0].slots[0].xrt.is_bo);
-  EXPECT_EQ(t.calls[0].slots[0].xrt.value, 3u);  // the opcode
+  EXPECT_FALSE(t.calls[0].slots[0].xrt->is_bo);
+  EXPECT_EQ(t.calls[0].slots[0].xrt->value, 3u);  // the opcode
 }
 
 struct Case {

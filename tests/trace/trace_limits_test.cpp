@@ -98,7 +98,8 @@ TEST_F(TraceReaderLimits, DefaultsAreTheDocumentedValues) {
   TraceLimits d;
   EXPECT_EQ(d.max_line_bytes, size_t(64) << 20);
   EXPECT_EQ(d.max_depth, 64);
-  EXPECT_EQ(d.max_calls, 10000000u);
+  EXPECT_EQ(d.max_calls, 1000000u);
+  EXPECT_EQ(d.max_trace_slots, size_t(1) << 20);
   EXPECT_EQ(d.max_slots, 4096u);
   EXPECT_EQ(d.max_string_bytes, size_t(1) << 20);
   EXPECT_EQ(d.max_values, size_t(1) << 21);
@@ -151,7 +152,7 @@ TEST_F(TraceReaderLimits, NestingAt64AcceptedAt65Refused) {
                   "expected at most 64 levels of [ and { per line", "TraceLimits::max_depth"});
 }
 
-// ---- calls: 10,000,000 (TraceLimits::max_calls) ---------------------------------------------
+// ---- calls: 1,000,000 (TraceLimits::max_calls) ----------------------------------------------
 
 TEST_F(TraceReaderLimits, CallsAtLimitAcceptedOnePastRefused) {
   TraceLimits lim;
@@ -162,6 +163,21 @@ TEST_F(TraceReaderLimits, CallsAtLimitAcceptedOnePastRefused) {
   // The 4th call is on line 5 (the header is line 1).
   expect_refused(join(trace_lines(4, 2)), "t.jsonl:5: ",
                  {"more than 3 calls; expected at most 3 call lines", "TraceLimits::max_calls"},
+                 lim);
+}
+
+// ---- slots of all calls: 2^20 (TraceLimits::max_trace_slots) ------------------------------
+
+TEST_F(TraceReaderLimits, TraceSlotsAtLimitAcceptedOnePastRefused) {
+  TraceLimits lim;
+  lim.max_trace_slots = 6;  // 3 calls of 2 slots
+  auto r = read_text(join(trace_lines(3, 2)), lim);
+  ASSERT_TRUE(r.ok()) << r.error().line();
+  EXPECT_EQ(r->calls.size(), 3u);
+  lim.max_trace_slots = 5;  // the 3rd call (line 4) is one slot past it, refused before it is read
+  expect_refused(join(trace_lines(3, 2)), "t.jsonl:4:/slots: ",
+                 {"more than 5 slots in the trace's calls; expected at most 5 slots over all calls",
+                  "TraceLimits::max_trace_slots"},
                  lim);
 }
 

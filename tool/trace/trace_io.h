@@ -16,9 +16,12 @@ namespace bod {
 // Bounds on what read_trace accepts, so a corrupt or hostile file fails fast with exit 2
 // instead of exhausting memory. Each is checked before the work it guards.
 struct TraceLimits {
-  size_t max_line_bytes = size_t(64) << 20;   // one line, without its '\n'
-  int max_depth = 64;                         // JSON nesting of one line (arrays and objects)
-  size_t max_calls = 10000000;                // call lines in the trace
+  size_t max_line_bytes = size_t(64) << 20;  // one line, without its '\n'
+  int max_depth = 64;                        // JSON nesting of one line (arrays and objects)
+  // What analyze and skeleton do in seconds and well under 1.5 GB (docs/robustness.md): 10^6
+  // calls without slots, 2^20 slots (10^5 calls of 6 slots: analyze 12 s, 342 MiB).
+  size_t max_calls = 1000000;                 // call lines in the trace
+  size_t max_trace_slots = size_t(1) << 20;   // slots of all calls together
   size_t max_slots = 4096;                    // slots of one kernel or call
   size_t max_string_bytes = size_t(1) << 20;  // one JSON string as written (escapes included)
   size_t max_values = size_t(1) << 21;        // JSON values and keys in one line

@@ -39,7 +39,8 @@ struct ReadCtx {
   std::map<std::string, size_t> kernels;  // name -> index in t.header.kernels
   bool figures[2] = {false, false};       // per TraceEngine: a figures line was read
   size_t end_line = 0;                    // line of the "end" event, 0 before it
-  int ref_hi = 0;  // the highest call number a call reference on this line may name
+  int ref_hi = 0;         // the highest call number a call reference on this line may name
+  size_t slots_read = 0;  // slots of the calls so far (TraceLimits::max_trace_slots)
 };
 
 bool gate_open(Gate g, const Capabilities& caps, bool timings);

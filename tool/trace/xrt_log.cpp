@@ -90,14 +90,14 @@ struct Replay {
   template <class F>
   void slots_of(int n, long long root, F&& fn) {
     for (auto& s : call(n).slots)
-      if (s.xrt.is_bo && s.xrt.bo == root) fn(s);
+      if (s.xrt->is_bo && s.xrt->bo == root) fn(s);
   }
 
   void in_flight(long long root, const HostOp& op) {
     auto it = flying.find(root);
     if (it == flying.end()) return;
     for (int n : it->second)
-      slots_of(n, root, [&](TraceSlot& s) { s.xrt.in_flight.push_back(op); });
+      slots_of(n, root, [&](TraceSlot& s) { s.xrt->in_flight.push_back(op); });
   }
 
   void keep(RootState& r, const HostOp& op) {
@@ -194,8 +194,8 @@ struct Replay {
           if (x.is_array() && x.size() == 2)
             changed = range_union(changed, window(*b, x[0].get<uint64_t>(), x[1].get<uint64_t>()));
       slots_of(rs.last_call, b->root, [&](TraceSlot& s) {
-        s.xrt.synced_from = range_union(s.xrt.synced_from, r);
-        s.xrt.device_changed = range_union(s.xrt.device_changed, changed);
+        s.xrt->synced_from = range_union(s.xrt->synced_from, r);
+        s.xrt->device_changed = range_union(s.xrt->device_changed, changed);
       });
       return ok_status();
     }
@@ -207,10 +207,10 @@ struct Replay {
       if (!rs.last_call || r.empty()) return ok_status();
       ByteRanges uncovered = range_minus(r, rs.from_after);
       slots_of(rs.last_call, b->root, [&](TraceSlot& s) {
-        s.xrt.read = range_union(s.xrt.read, r);
+        s.xrt->read = range_union(s.xrt->read, r);
         if (uncovered.empty()) return;
-        if (s.xrt.unsynced_read.empty()) s.xrt.read_by = op;
-        s.xrt.unsynced_read = range_union(s.xrt.unsynced_read, uncovered);
+        if (s.xrt->unsynced_read.empty()) s.xrt->read_by = op;
+        s.xrt->unsynced_read = range_union(s.xrt->unsynced_read, uncovered);
       });
       return ok_status();
     }
@@ -221,7 +221,7 @@ struct Replay {
       TraceCall& c = call(it->second);
       c.xrt.state = state_name(j.value("state", 0LL));
       for (auto& s : c.slots)
-        if (s.xrt.is_bo) flying[s.xrt.bo].erase(c.number);
+        if (s.xrt->is_bo) flying[s.xrt->bo].erase(c.number);
       return ok_status();
     }
     return ok_status();  // unknown events: a newer recorder's; nothing to replay
@@ -276,7 +276,7 @@ struct Replay {
       s.place.first_call = c.number;
       auto a = args.find(static_cast<int>(i));
       if (a == args.end() || !a->second.contains("bo")) {
-        if (a != args.end()) s.xrt.value = a->second.value("v", 0ULL);
+        if (a != args.end()) s.xrt->value = a->second.value("v", 0ULL);
         continue;
       }
       const Bo* b = bo(a->second);
@@ -285,14 +285,14 @@ struct Replay {
                    std::to_string(a->second.value("bo", 0LL)) + ", which was never made");
       RootState& rs = roots[b->root];
       ByteRanges win = window(*b, 0, b->size);
-      s.xrt.is_bo = true;
-      s.xrt.bo = b->root;
-      s.xrt.bo_bytes = b->size;
-      s.xrt.group = b->group;
-      s.xrt.changed = range_intersect(rs.changed_since, win);
-      s.xrt.synced_to = range_intersect(rs.synced_since, win);
-      s.xrt.unsynced = range_intersect(rs.stale, win);
-      if (!s.xrt.unsynced.empty()) s.xrt.unsynced_by = last_op_in(rs, s.xrt.unsynced);
+      s.xrt->is_bo = true;
+      s.xrt->bo = b->root;
+      s.xrt->bo_bytes = b->size;
+      s.xrt->group = b->group;
+      s.xrt->changed = range_intersect(rs.changed_since, win);
+      s.xrt->synced_to = range_intersect(rs.synced_since, win);
+      s.xrt->unsynced = range_intersect(rs.stale, win);
+      if (!s.xrt->unsynced.empty()) s.xrt->unsynced_by = last_op_in(rs, s.xrt->unsynced);
       s.host.bytes = b->size;
       s.host.shape = {static_cast<int64_t>(b->size)};
       s.host.source = ArraySource::var;
@@ -305,13 +305,13 @@ struct Replay {
     t.calls.push_back(std::move(c));
     TraceCall& added = t.calls.back();
     for (auto& s : added.slots) {
-      if (!s.xrt.is_bo) continue;
-      RootState& rs = roots[s.xrt.bo];
+      if (!s.xrt->is_bo) continue;
+      RootState& rs = roots[s.xrt->bo];
       rs.changed_since.clear();
       rs.synced_since.clear();
       rs.from_after.clear();
       rs.last_call = added.number;
-      flying[s.xrt.bo].insert(added.number);
+      flying[s.xrt->bo].insert(added.number);
     }
     run_call[added.xrt.run] = added.number;
     sum.runs++;
@@ -323,11 +323,11 @@ struct Replay {
   void finish() {
     for (size_t i = first_call; i < t.calls.size(); ++i)
       for (auto& s : t.calls[i].slots) {
-        if (!s.xrt.is_bo || s.xrt.unsynced_read.empty()) continue;
-        const RootState& rs = roots[s.xrt.bo];
+        if (!s.xrt->is_bo || s.xrt->unsynced_read.empty()) continue;
+        const RootState& rs = roots[s.xrt->bo];
         if (rs.synced_to_ever && !rs.synced_from_ever) {
-          s.xrt.unsynced_read.clear();
-          s.xrt.read_by = {};
+          s.xrt->unsynced_read.clear();
+          s.xrt->read_by = {};
         }
       }
   }
