@@ -81,8 +81,9 @@ struct KeySlotRun {
   bool always = true;
 };
 using KeySlotRuns = std::map<std::pair<std::string, std::string>, std::vector<KeySlotRun>>;
-KeySlotRuns key_slot_runs(const Trace& t,
-                          const std::function<bool(const TraceSlot&, const TraceSlot&)>& holds);
+KeySlotRuns key_slot_runs(
+    const Trace& t,
+    const std::function<bool(const TraceCall&, const TraceSlot&, const TraceSlot&)>& holds);
 // The check's rule needs data the trace lacks.
 bool lacks(const Trace& t, const CheckInfo& info);
 

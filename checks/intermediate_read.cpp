@@ -107,6 +107,14 @@ void recorded(const Trace& t, FindingSink& sink) {
         f.severity = Severity::warning;
         f.message += "; the outputs diverged, but other slots of the call were stale too";
         f.severity_basis = "the outputs diverged, but a stale non-intermediate slot may be why";
+      } else if (!c.shadowed()) {
+        f.severity = Severity::note;
+        f.message += "; not shadowed: call " + std::to_string(c.shadow_like) +
+                     ", with the same kernel, binary, shapes and kind of difference, gave "
+                     "bit-identical outputs";
+        f.severity_basis =
+            "this call was not shadowed (record --shadow's selection); the earlier call the "
+            "message names, of the same kind, gave bit-identical outputs on its shadow run";
       } else if (c.diverged()) {
         f.message += ", and its outputs differ from the no-reuse run's";
         f.severity_basis = "the kernel read bytes the caller never sent: the outputs diverged";

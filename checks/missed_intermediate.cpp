@@ -22,7 +22,7 @@ const CheckInfo kInfo{
 
 void run_missed_intermediate(const Trace& t, FindingSink& sink) {
   if (lacks(t, kInfo)) return;
-  auto runs = key_slot_runs(t, [](const TraceSlot&, const TraceSlot& s) {
+  auto runs = key_slot_runs(t, [](const TraceCall&, const TraceSlot&, const TraceSlot& s) {
     return s.role == SlotRole::input && s.access.overwritten && s.written;
   });
   for (auto& [key, slots] : runs)

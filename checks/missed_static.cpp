@@ -23,8 +23,12 @@ const CheckInfo kInfo{
 
 void run_missed_static(const Trace& t, FindingSink& sink) {
   if (lacks(t, kInfo)) return;
-  auto runs = key_slot_runs(t, [](const TraceSlot& first, const TraceSlot& s) {
-    return s.role == SlotRole::input && !s.output && s.noreuse_post == s.noreuse_pre &&
+  auto runs = key_slot_runs(t, [](const TraceCall& c, const TraceSlot& first, const TraceSlot& s) {
+    // The kernel left the slot's BO as written: on the fresh BO of the no-reuse run, or on a
+    // call that was not shadowed (record --shadow's selection), on the reuse BO, read after it.
+    bool unchanged = c.shadowed() ? s.noreuse_post == s.noreuse_pre
+                                  : s.reuse_post == s.reuse_pre && s.reuse_post != 0;
+    return s.role == SlotRole::input && !s.output && unchanged &&
            (s.host.source == ArraySource::tensor || s.host.source == ArraySource::var) &&
            s.host.hash == first.host.hash;
   });

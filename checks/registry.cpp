@@ -90,6 +90,17 @@ std::vector<std::pair<std::string, std::string>> before_evidence(const Trace& t,
 }
 
 bool benign_by_outputs(const Trace& t, const TraceCall& c, Finding& f) {
+  if (t.header.caps.no_reuse && !c.shadowed()) {
+    f.severity = Severity::note;
+    f.message += "; not shadowed: call " + std::to_string(c.shadow_like) +
+                 ", with the same kernel, binary, shapes and kind of difference, gave "
+                 "bit-identical outputs";
+    f.severity_basis =
+        "this call was not shadowed (record --shadow's selection); the earlier call the message "
+        "names, whose bytes before dispatch differed from the no-reuse run's in the same slots "
+        "and way, gave bit-identical outputs on its shadow run";
+    return true;
+  }
   if (!t.header.caps.no_reuse || c.outputs_cmp.empty() || c.diverged()) return false;
   f.severity = Severity::note;
   f.message += "; benign here: the call's outputs are bit-identical to the no-reuse run's";
@@ -153,8 +164,9 @@ bool only_intermediates_stale(const TraceCall& c) {
   return true;
 }
 
-KeySlotRuns key_slot_runs(const Trace& t,
-                          const std::function<bool(const TraceSlot&, const TraceSlot&)>& holds) {
+KeySlotRuns key_slot_runs(
+    const Trace& t,
+    const std::function<bool(const TraceCall&, const TraceSlot&, const TraceSlot&)>& holds) {
   KeySlotRuns runs;
   for (auto& c : t.calls) {
     if (c.failed) continue;
@@ -166,7 +178,7 @@ KeySlotRuns key_slot_runs(const Trace& t,
       KeySlotRun& r = slots[static_cast<size_t>(s.slot)];
       if (!r.first) r.first = &c, r.first_slot = &s;
       r.calls++;
-      r.always = r.always && holds(*r.first_slot, s);
+      r.always = r.always && holds(c, *r.first_slot, s);
     }
   }
   return runs;

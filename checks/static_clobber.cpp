@@ -29,7 +29,8 @@ const CheckInfo kInfo{
 // reuse BO before dispatch differs from the fresh no-reuse copy of the slot) and whether any of
 // them diverged. Exposed calls with bit-identical outputs show the bytes are not read.
 struct Exposure {
-  int calls = 0;
+  int calls = 0;  // shadowed
+  int like = 0;   // not shadowed (record --shadow's selection): an earlier call's run stands for it
   bool diverged = false;
 };
 
@@ -53,7 +54,7 @@ std::unordered_map<std::string, Exposure> exposures(const Trace& t) {
       const TraceSlot& s = c.slots[static_cast<size_t>(slot)];
       if (s.written || s.reuse_pre == s.noreuse_pre) continue;
       Exposure& e = out[exposure_id(c, slot)];
-      e.calls++;
+      (c.shadowed() ? e.calls : e.like)++;
       e.diverged = e.diverged || c.diverged();
     }
   }
@@ -75,7 +76,9 @@ void run_static_clobber(const Trace& t, FindingSink& sink) {
       t.header.caps.access ? std::unordered_map<std::string, Exposure>{} : exposures(t);
   for (auto& c : t.calls)
     for (auto& s : c.slots) {
-      if (s.role != SlotRole::static_input || s.noreuse_post == s.noreuse_pre) continue;
+      // A call not shadowed has no no-reuse after-hashes: nothing to see there.
+      if (!c.shadowed() || s.role != SlotRole::static_input || s.noreuse_post == s.noreuse_pre)
+        continue;
       Finding f = make_finding(kInfo, c, s.slot, c.key_first_call);
       f.evidence = {
           {"static BO before vs after dispatch", hash_pair(s.noreuse_pre, s.noreuse_post)}};
@@ -107,8 +110,11 @@ void run_static_clobber(const Trace& t, FindingSink& sink) {
         f.severity = Severity::note;
         f.message = "kernel " + c.kernel + " writes into static slot " + s.name + "; " +
                     std::to_string(e.calls) + " call(s) of '" + c.bo_key +
-                    "' ran on the clobbered bytes with outputs identical to a fresh run's, so "
-                    "they are not read (or not yet)";
+                    "' ran on the clobbered bytes with outputs identical to a fresh run's" +
+                    (e.like ? " (" + std::to_string(e.like) +
+                                  " more not shadowed, each like an earlier call that was)"
+                            : std::string()) +
+                    ", so they are not read (or not yet)";
         f.evidence.push_back({"severity",
                               "note: every call that ran on the clobbered bytes "
                               "gave bit-identical outputs (no access facts)"});

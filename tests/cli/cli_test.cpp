@@ -376,5 +376,28 @@ TEST_F(Cli, RecordRefusesABadOutputBeforeTheProgramRuns) {
   EXPECT_TRUE(fs::exists(marker));
 }
 
+// --shadow takes an optional mode: --shadow (the selection), --shadow=all (every call); any
+// other mode is refused before the program runs (exit 2, naming the option).
+TEST_F(Cli, RecordShadowModes) {
+  fs::path prog = dir_ / "run.py", seen = dir_ / "seen";
+  std::ofstream(prog) << "import os\nopen(" << quote(seen.string())
+                      << ", 'w').write(os.environ.get('BOD_RECORD_SHADOW', '-'))\n";
+  std::string py = " -- /usr/bin/python3 " + quote(prog.string());
+  std::string out = " --force -o " + quote((dir_ / "t.jsonl").string());
+  Proc bad = run("record --shadow=bogus" + out + py);
+  EXPECT_EQ(bad.code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("--shadow"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("bogus"), std::string::npos) << bad.err;
+  EXPECT_FALSE(fs::exists(seen)) << "the program ran although --shadow was refused";
+  for (auto [flag, want] : {std::pair<std::string, std::string>{"--shadow", "1"},
+                            {"--shadow=all", "all"},
+                            {"--shadow=selective", "1"},
+                            {"", "-"}}) {
+    Proc r = run("record " + flag + out + py);
+    EXPECT_EQ(r.code, 0) << flag << r.err;
+    EXPECT_EQ(testing::slurp(seen), want) << flag;
+  }
+}
+
 }  // namespace
 }  // namespace bod

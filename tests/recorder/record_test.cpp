@@ -465,7 +465,11 @@ TEST_F(Record, PlainRecordingPrintsNoFigureNobodyMeasured) {
       << junit.out;
   json shadow = recorded("none", true);  // still no kernel bodies: access, byte_diffs
   EXPECT_EQ(shadow["coverage"]["no_reuse"], true) << shadow["coverage"].dump();
-  EXPECT_EQ(shadow["coverage"]["note"], "") << shadow["coverage"].dump();
+  // What the selection shadowed is stated: a recording's coverage says it.
+  EXPECT_EQ(shadow["coverage"]["note"].get<std::string>().rfind("shadowed ", 0), 0u)
+      << shadow["coverage"].dump();
+  EXPECT_LT(shadow["coverage"]["shadowed_calls"], shadow["coverage"]["calls"])
+      << shadow["coverage"].dump();
   EXPECT_TRUE(shadow["figures"].contains("no_reuse"));
 }
 
@@ -733,6 +737,59 @@ INSTANTIATE_TEST_SUITE_P(Record, RecordShortcuts,
                          ::testing::Values("none", "key-collision", "stale-static", "size-mismatch",
                                            "placeholder-upload", "alias-conflict", "static-clobber",
                                            "view-overwritten", "missed-static"),
+                         [](const ::testing::TestParamInfo<const char*>& i) {
+                           std::string n;
+                           for (const char* c = i.param; *c; ++c) n += *c == '-' ? '_' : *c;
+                           return n;
+                         });
+
+// The selective shadow (record --shadow) against every call shadowed (--shadow=all): every
+// seeded bug gives the same findings (check, severity, call, slot, message, calls), and on the
+// clean run the selection shadows fewer calls, says how many, and marks the others.
+class RecordShadowSelection : public Record, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(RecordShadowSelection, SameFindingsAsShadowingEveryCall) {
+  const char* bug = GetParam();
+  json findings[2];
+  long shadowed[2] = {0, 0}, like = 0;
+  for (int all = 0; all < 2; ++all) {
+    fs::path trace = dir_ / ("s" + std::to_string(all) + ".jsonl");
+    Proc r = run(std::string(BOD_BINARY) + " record " + (all ? "--shadow=all" : "--shadow") +
+                 " --force -o " + trace.string() + " -- " + program(bug));
+    ASSERT_EQ(r.code, std::string(bug) == "config-error" ? 1 : 0) << bug << r.err;
+    json a =
+        json::parse(run(std::string(BOD_BINARY) + " analyze --format json " + trace.string()).out,
+                    nullptr, false);
+    ASSERT_TRUE(a.is_object()) << bug;
+    findings[all] = json::array();
+    for (auto& f : a["findings"])
+      findings[all].push_back({f["check"], f["severity"], f["call"], f["slot"], f["message"],
+                               f.value("calls", json())});
+    shadowed[all] = a["coverage"]["shadowed_calls"].get<long>();
+    EXPECT_EQ(a["coverage"]["calls"], a["summary"]["calls"]) << bug;
+    std::ifstream in(trace);
+    for (std::string line; std::getline(in, line);) {
+      json j = json::parse(line, nullptr, false);
+      if (!j.is_object() || j.value("type", "") != "call" || !j.contains("shadow_like")) continue;
+      EXPECT_EQ(all, 0) << bug << ": --shadow=all left call " << j["n"] << " unshadowed";
+      EXPECT_TRUE(j["outputs"].empty()) << line;
+      EXPECT_LT(j["shadow_like"].get<int>(), j["n"].get<int>()) << line;
+      ++like;
+    }
+  }
+  EXPECT_EQ(findings[0], findings[1]) << bug << "\n"
+                                      << findings[0].dump(1) << "\n"
+                                      << findings[1].dump(1);
+  EXPECT_EQ(shadowed[0] + like, shadowed[1]) << bug;
+  if (std::string(bug) == "none") {
+    EXPECT_LT(shadowed[0], shadowed[1]);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Record, RecordShadowSelection,
+                         ::testing::Values("none", "key-collision", "stale-static", "size-mismatch",
+                                           "placeholder-upload", "alias-conflict", "static-clobber",
+                                           "view-overwritten", "missed-static", "config-error"),
                          [](const ::testing::TestParamInfo<const char*>& i) {
                            std::string n;
                            for (const char* c = i.param; *c; ++c) n += *c == '-' ? '_' : *c;

@@ -88,7 +88,7 @@ std::vector<SiteAdvice> classify(const Trace& t) {
     for (auto& s : c.slots) {
       if (static_cast<size_t>(s.slot) >= acc.size()) continue;
       Acc& a = acc[static_cast<size_t>(s.slot)];
-      a.written = a.written || s.noreuse_post != s.noreuse_pre;
+      a.written = a.written || (c.shadowed() && s.noreuse_post != s.noreuse_pre);
       if (s.probe.probed) {
         a.probed = true;
         a.read = a.read || s.probe.read;

@@ -15,6 +15,7 @@ std::vector<KeyRow> key_table(const Trace& t) {
     if (fresh) rows.push_back({c.bo_key, c.kernel, c.ns, c.number});
     KeyRow& k = rows[it->second];
     k.calls++;
+    k.shadowed += c.shadowed();
     double cmin = 1;
     long long nan = 0;
     for (auto& o : c.outputs_cmp) {

@@ -17,6 +17,7 @@ struct KeyRow {
   double first_min_cosine = 1, later_min_cosine = 1;
   long long later_nan = 0;
   int first_bad_later_call = 0;
+  int shadowed = 0;  // calls that ran on the no-reuse engine (record --shadow shadows a selection)
 };
 std::vector<KeyRow> key_table(const Trace& t);
 

@@ -69,7 +69,8 @@ Status may_replace(const std::string& flag, const std::string& out, bool force);
 struct RecordOptions {
   std::vector<std::string> command;  // program and arguments (after --)
   std::string output;                // trace file; default run.trace.jsonl
-  bool shadow = false;               // re-run each call on fresh BOs and compare outputs
+  bool shadow = false;               // re-run calls on fresh BOs and compare outputs
+  std::string shadow_mode;           // "" (no --shadow), "selective" (--shadow) or "all"
   std::string target;                // module:Class.method; default every KernelCache.load_and_run
   std::string labels = "auto";       // auto: label() then heuristics; explicit: label() only
   bool force = false;                // -o may replace a file that is not a bo-doctor output

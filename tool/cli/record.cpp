@@ -81,7 +81,8 @@ std::vector<std::string> child_env(const RecordOptions& o, const std::string& sp
   env.push_back("PYTHONPATH=" + pythonpath);
   env.push_back("BOD_RECORD_SPOOL=" + spool);
   env.push_back("BOD_RECORD_HASHLIB=" + hash_library());
-  if (o.shadow) env.push_back("BOD_RECORD_SHADOW=1");
+  if (o.shadow)
+    env.push_back(o.shadow_mode == "all" ? "BOD_RECORD_SHADOW=all" : "BOD_RECORD_SHADOW=1");
   if (!o.target.empty()) env.push_back("BOD_RECORD_TARGET=" + o.target);
   if (o.labels == "explicit") env.push_back("BOD_RECORD_LABELS=explicit");
   return env;
@@ -312,7 +313,10 @@ CommandResult cmd_record(const RecordOptions& o) {
       << (sum.processes > 1 ? ", " + std::to_string(sum.processes) + " processes" : "")
       << (sum.ended ? ", recorder time " + std::to_string(sum.recorder_seconds).substr(0, 6) + " s"
                     : "")
-      << (sum.shadow ? ", with shadow runs" : "") << (sum.torn ? ", last call cut off" : "")
+      << (sum.shadow ? ", shadowed " + std::to_string(sum.shadowed) + " of " +
+                           std::to_string(sum.calls) + " calls"
+                     : "")
+      << (sum.torn ? ", last call cut off" : "")
       << (sum.ended ? ""
                     : ", the program did not "
                       "exit normally")

@@ -205,8 +205,13 @@ CommandResult run_cli(int argc, char** argv) {
   record->add_option("-o,--output", ro.output, "trace file to write");
   record->add_flag("--force", ro.force,
                    "let -o replace an existing file that is not a bo-doctor output");
-  record->add_flag("--shadow", ro.shadow,
-                   "also run every call on fresh BOs with every slot written, and compare outputs");
+  record
+      ->add_flag("--shadow{selective}", ro.shadow_mode,
+                 "also run calls on fresh BOs with every slot written, and compare outputs: "
+                 "--shadow runs each bo_key's first two calls and every call whose bytes before "
+                 "dispatch differ from the no-reuse engine's in a way not yet shown harmless; "
+                 "--shadow=all runs every call")
+      ->check(CLI::IsMember({"selective", "all"}));
   record->add_option("--target", ro.target,
                      "module:Class.method to wrap (default: every KernelCache.load_and_run)");
   record->add_flag("--xrt", ro.xrt,
@@ -295,7 +300,10 @@ CommandResult run_cli(int argc, char** argv) {
     if (o.device < 0) return {Exit::bad_input, "", "--device: expected a device index >= 0"};
   }
   if (check->parsed()) return cmd_check(o);
-  if (record->parsed()) return cmd_record(ro);
+  if (record->parsed()) {
+    ro.shadow = !ro.shadow_mode.empty();
+    return cmd_record(ro);
+  }
   if (analyze->parsed()) return cmd_analyze(o);
   if (skeleton->parsed()) return cmd_skeleton(o);
   if (lint->parsed()) return cmd_lint(o);

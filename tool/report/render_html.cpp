@@ -265,6 +265,9 @@ std::string render_html(const Report& r) {
   o << "</span> &middot; " << esc(r.subject) << " &middot; fail-on " << fail_on_name(r.gate.fail_on)
     << "</p>\n";
   if (!r.stub_kernels.empty()) o << "<p id=\"stub-bodies\">Note: " << esc(stub_line(r)) << "</p>\n";
+  if (r.ran && r.coverage.shadowed >= 0)
+    o << "<p id=\"shadow-coverage\" data-shadowed=\"" << r.coverage.shadowed << "\" data-calls=\""
+      << r.coverage.calls << "\">Shadow coverage: " << esc(r.coverage.shadow_note()) << "</p>\n";
   // First bad call, as in the text report.
   if (const Finding* first = r.first_error())
     o << "<p id=\"first-error\">First error: call " << first->call << " ("

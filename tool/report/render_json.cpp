@@ -136,6 +136,8 @@ std::string render_json(const Report& r) {
                         {"first_min_cosine", finite(k.first_min_cosine)},
                         {"later_min_cosine", finite(k.later_min_cosine)},
                         {"later_nan_inf", k.later_nan}});
+    if (r.coverage.shadowed >= 0)  // a recording: the calls each key had compared
+      for (size_t i = 0; i < r.keys.size(); ++i) keys[i]["shadowed_calls"] = r.keys[i].shadowed;
     j["keys"] = keys;
     j["figures"] = {{"reuse", engine_json(run.reuse, r.timings)}};
     if (r.coverage.no_reuse) j["figures"]["no_reuse"] = engine_json(run.noreuse, r.timings);
@@ -146,6 +148,10 @@ std::string render_json(const Report& r) {
                        {"finished", r.coverage.finished},
                        {"need_no_reuse", r.coverage.need_no_reuse},
                        {"note", r.coverage.note()}};
+    if (r.coverage.shadowed >= 0) {
+      j["coverage"]["shadowed_calls"] = r.coverage.shadowed;
+      j["coverage"]["calls"] = r.coverage.calls;
+    }
     if (r.timings) j["wall_seconds"] = run.wall_s;
   }
   if (r.verified) {

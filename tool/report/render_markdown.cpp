@@ -109,6 +109,8 @@ std::string render_markdown(const Report& r) {
   }
   o << "\nVerdict: **" << (r.fails() ? "FAIL" : "PASS") << "**"
     << (r.no_calls ? " (no calls recorded)" : "") << "\n";
+  if (r.ran && r.coverage.shadowed >= 0)
+    o << "\nShadow coverage: " << r.coverage.shadow_note() << "\n";
   return printable_lines(o.str());  // nothing from the input reaches a terminal raw
 }
 

@@ -1,6 +1,7 @@
 // Text report: compiler-style diagnostics, the per-key first/later table, engine figures and
 // the end-to-end verification.
 #include <cstdio>
+#include <iomanip>
 #include <sstream>
 
 #include "core/hash.h"
@@ -141,16 +142,21 @@ std::string render_text(const Report& r) {
         o << line;
       }
     }
+    // A selective shadow: the calls compared, per key (the divergence columns count only them).
+    bool partial = r.coverage.shadowed >= 0 && r.coverage.shadowed < r.coverage.calls;
     if (r.coverage.no_reuse)
       o << "  bo_key                         first  calls  first-diverged  later-diverged  "
-           "min-cos(first)  min-cos(later)  NaN(later)\n";
+           "min-cos(first)  min-cos(later)  NaN(later)"
+        << (partial ? "  shadowed" : "") << "\n";
     for (auto& k : r.coverage.no_reuse ? r.keys : std::vector<KeyRow>{}) {
       char line[256];
-      std::snprintf(line, sizeof line, "  %-30s %5d  %5d  %14d  %14d  %14.6f  %14.6f  %10s\n",
+      std::snprintf(line, sizeof line, "  %-30s %5d  %5d  %14d  %14d  %14.6f  %14.6f  %10s",
                     P(key_label(k.ns, k.bo_key)).c_str(), k.first_call, k.calls, k.first_diverged,
                     k.later_diverged, k.first_min_cosine, k.later_min_cosine,
                     count_text(k.later_nan).c_str());
       o << line;
+      if (partial) o << "  " << std::setw(8) << k.shadowed;
+      o << "\n";
     }
     auto per = [&](const EngineFigures& e) {
       return e.calls ? static_cast<double>(e.h2d_bytes) / static_cast<double>(e.calls) : 0.0;

@@ -112,6 +112,18 @@ std::string Coverage::note() const {
     }
   }
   if (!finished) s += std::string(s.empty() ? "" : "; ") + "the run stopped early";
+  if (shadowed >= 0) s += std::string(s.empty() ? "" : "; ") + shadow_note();
+  return s;
+}
+
+std::string Coverage::shadow_note() const {
+  if (shadowed < 0) return "";
+  std::string s =
+      "shadowed " + std::to_string(shadowed) + " of " + std::to_string(calls) + " calls";
+  if (shadowed < calls)
+    s += "; the other " + std::to_string(calls - shadowed) +
+         " not compared, each like an earlier call of the same kind whose outputs were "
+         "bit-identical";
   return s;
 }
 
@@ -169,6 +181,11 @@ Report build_report(const std::string& command, const Trace& t, bool timings,
   for (auto& e : check_registry()) r.coverage.checks += check_applies(*e.info, t.header.caps);
   r.coverage.ran = r.coverage.checks - static_cast<int>(r.gaps.size());
   r.coverage.no_reuse = t.header.caps.no_reuse;
+  if (t.header.caps.no_reuse && t.header.backend == "recorded") {
+    r.coverage.calls = static_cast<long>(t.calls.size());
+    r.coverage.shadowed = 0;
+    for (auto& c : t.calls) r.coverage.shadowed += c.shadowed();
+  }
   r.coverage.finished = t.finished;
   for (auto& g : r.gaps)
     if (g.missing.find("no_reuse") != std::string::npos)

@@ -244,6 +244,10 @@ Status assemble(std::vector<Proc>& ps, std::ostream& out, SpoolSummary& summary)
             c["x"]["shadow_fed"].is_array())
           for (auto& f : c["x"]["shadow_fed"])
             if (f.is_array() && f.size() == 2) ref(f[1]);
+        if (c.contains("shadow_like"))
+          ref(c["shadow_like"]);
+        else
+          summary.shadowed++;
         if (i) c["process"] = i;
         out << c.dump() << "\n";
       } else if (kind == "view_read") {

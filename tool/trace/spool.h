@@ -26,6 +26,7 @@ struct SpoolSummary {
   bool ended = false;           // the first process reached the recorder's exit hook
   bool torn = false;            // a last line was cut off (a process died mid-write) and dropped
   bool shadow = false;          // calls carry shadow (no-reuse) runs
+  size_t shadowed = 0;          // with shadow: the calls that ran on the no-reuse engine
   double recorder_seconds = 0;  // time the recorder spent outside the engine, all processes
   size_t processes = 0;         // spool files with a header
   size_t processes_ended = 0;   // of which reached the recorder's exit hook

@@ -190,9 +190,16 @@ struct TraceCall {
   size_t h2d_reuse = 0, h2d_noreuse = 0;
   int writes_reuse = 0, writes_noreuse = 0;
   std::vector<OutputMetrics> outputs_cmp;  // caps.no_reuse
-  XrtRun xrt;                              // caps.xrt
+  // caps.no_reuse: 0 when the no-reuse engine ran this call. Otherwise the call was not run
+  // there (record --shadow's selection): outputs_cmp is empty, noreuse_post unknown (0), and
+  // this is the earlier call of the same kernel, binary, shapes and kind of before-state
+  // difference whose no-reuse run gave bit-identical outputs and left every static slot as it
+  // was written.
+  int shadow_like = 0;
+  XrtRun xrt;  // caps.xrt
 
   bool first_of_key() const { return key_first_call == number; }
+  bool shadowed() const { return shadow_like == 0; }  // ran on the no-reuse engine (caps.no_reuse)
   bool is_static(int s) const;
   bool is_inter(int s) const;
   bool is_output(int s) const;

@@ -153,6 +153,23 @@ bool in_another_process(const TraceCall& c) {
   return c.process != 0;
 }
 
+bool not_shadowed(const TraceCall& c) {
+  return c.shadow_like != 0;
+}
+
+// "shadow_like": an earlier call (the no-reuse run of this one was not made); such a call
+// compares no outputs.
+Status get_shadow_like(Cursor& c, const rjson& v, TraceCall& call, ReadCtx& st) {
+  BOD_TRY(call.shadow_like, CallRef<1>::get(c, v, st));
+  if (call.shadow_like >= call.number)
+    return c.err(
+        expected("an earlier call than this one (" + std::to_string(call.number) + ")", v));
+  if (!call.outputs_cmp.empty())
+    return c.err("a call that was not shadowed has no output comparisons; found " +
+                 std::to_string(call.outputs_cmp.size()) + " in \"outputs\"");
+  return ok_status();
+}
+
 bool rewritten(const BodyAccess& a) {
   return a.rewritten_before_read;
 }
@@ -345,6 +362,14 @@ const Record<TraceCall>& call_record() {
                   "writes", "BO writes [reuse, no-reuse]; second 0 without no_reuse", kRun),
               list<R, &R::outputs_cmp, OutputMetrics, output_record>(
                   "outputs", "output comparisons", kNoReuse),
+              {"shadow_like", kNoReuse, Presence::optional, "a call number",
+               "the call did not run on the no-reuse engine (record --shadow shadows a "
+               "selection): this earlier call, of the same kernel, binary, shapes and kind of "
+               "before-state difference, did, with bit-identical outputs and its static slots "
+               "unchanged; its no_reuse after-hashes are 0 and \"outputs\" is empty; written "
+               "only on such a call",
+               &put_member<R, CallRef<1>, &R::shadow_like>, get_shadow_like, &CallRef<1>::schema,
+               not_shadowed},
               f<R, &R::thread, Int<0, INT_MAX>>(
                   "thread",
                   "the thread that made the call, in order of first call; written when not 0",

@@ -6,7 +6,7 @@ import unittest
 import support
 import numpy as np
 
-from bo_doctor._hashing import array_hash, hex_digest
+from bo_doctor._hashing import NO_HASH, array_hash, hex_digest
 from bo_doctor._capture import dtype_name, slot_index
 
 EMPTY = hex_digest(b"")
@@ -202,6 +202,43 @@ class Capture(support.RecorderTest):
         self.assertEqual(dtype_name(np.zeros(3, np.int32)), ("i32", [3]))
         self.assertEqual(dtype_name(np.zeros(3, np.uint8)), ("i8", [3]))
         self.assertEqual(dtype_name(np.zeros((2, 3), np.float64)), ("i8", [48]))
+
+
+class ShadowSelection(support.RecorderTest):
+    """record --shadow: each key's first two calls, then only calls whose bytes before dispatch
+    differ from the no-reuse engine's in a way no harmless shadow run of the kernel showed yet;
+    --shadow=all: every call."""
+    shadow = True
+
+    def run_calls(self):
+        c = self.cache()
+        w, w2 = support.f32(2, 2), support.f32(3, 3)
+        args = dict(static_input_indices=[1], bo_key="k")
+        x = support.f32(1, 1)
+        for weights in (w, w, w, w, w2, w2):  # w2: a stale static (the BO keeps w): diverges
+            c.load_and_run("axpy", {}, x, weights, support.f32(0, 1), np.zeros(2, np.float32),
+                           **args)
+        return self.calls()
+
+    def test_clean_repeats_are_not_shadowed_new_differences_are(self):
+        calls = self.run_calls()
+        self.assertEqual([c.get("shadow_like") for c in calls], [None, None, 1, 1, None, None])
+        for c in calls[2:4]:
+            self.assertEqual(c["outputs"], [])
+            self.assertEqual([s["no_reuse"][1] for s in c["slots"]], [NO_HASH] * 4)
+            self.assertEqual([s["no_reuse"][0] for s in c["slots"]],
+                             [s["host"]["hash"] for s in c["slots"]])
+        for c in calls[4:]:  # diverged: never shown harmless, so shadowed each time
+            self.assertFalse(c["outputs"][0]["bit_exact"], c["n"])
+
+
+class ShadowEveryCall(ShadowSelection):
+    shadow = "all"
+
+    def test_clean_repeats_are_not_shadowed_new_differences_are(self):
+        calls = self.run_calls()
+        self.assertEqual([c.get("shadow_like") for c in calls], [None] * 6)
+        self.assertEqual([len(c["outputs"]) for c in calls], [1] * 6)
 
 
 class Shadow(support.RecorderTest):

@@ -43,7 +43,7 @@ class FieldOrder(unittest.TestCase):
     def test_call_line(self):
         in_order(self, [n for n in names(R.Call) if n != "x"], self.props("call"), "call")
         # `x` goes before `outputs`, as the spool always had it.
-        self.assertEqual(names(R.Call)[-3:], ["x", "outputs", "thread"])
+        self.assertEqual(names(R.Call)[-4:], ["x", "outputs", "shadow_like", "thread"])
 
     def test_slot_and_its_objects(self):
         in_order(self, names(R.Slot), self.props("slot"), "slot")

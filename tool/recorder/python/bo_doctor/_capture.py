@@ -157,6 +157,7 @@ class CallCapture:
         # Which calls of the key this is, and what each slot was passed at the key's previous
         # call (what intermediate-read compares: placeholders and views are not data passed).
         kc = rec.key_calls[(self.ns, a.key)] = rec.key_calls.get((self.ns, a.key), 0) + 1
+        self.key_call = kc
         self.sampled = kc <= SAMPLED_FIRST or (kc & (kc - 1)) == 0
         self.lazy = rec.lazy and not rec.running  # another thread's call may share a BO
         self.new_data = set()

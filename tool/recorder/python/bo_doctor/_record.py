@@ -73,7 +73,7 @@ class Recorder:
         self.host_hashes = HostHashes()
         self.running = 0         # calls described and not yet finished (other threads' engines)
         self.views = ViewTable()
-        self.shadow = Shadow(self.bos) if shadow else None
+        self.shadow = Shadow(self.bos, self.host_hashes, every=shadow == "all") if shadow else None
         self.seconds = 0.0       # time spent recording (not in the engine)
         self.stopped = False
         self.attacher = Attacher(self.record, target)
@@ -268,7 +268,8 @@ def install_from_environment(folder=None):
     target = parse_target(os.environ.get("BOD_RECORD_TARGET", ""))
     where = os.environ["BOD_RECORD_SPOOL"]
     spool = Spool.in_folder(where) if os.path.isdir(where) else Spool(where)
-    _recorder = Recorder(spool, target, os.environ.get("BOD_RECORD_SHADOW") == "1",
+    mode = os.environ.get("BOD_RECORD_SHADOW", "")
+    _recorder = Recorder(spool, target, "all" if mode == "all" else mode == "1",
                          os.environ.get("BOD_RECORD_LABELS") == "explicit")
     _recorder.attacher.install()
     atexit.register(_recorder.end)

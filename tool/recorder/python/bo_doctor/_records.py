@@ -136,6 +136,7 @@ class Call:
     writes: List[int]    # [real call, shadow run]
     x: object = OMIT     # CallX
     outputs: object = OMIT  # List[Output] with a shadow run
+    shadow_like: object = OMIT  # int: not shadowed; this earlier call's shadow run stands for it
     thread: object = OMIT   # int, when not the first thread that made a call
 
 
