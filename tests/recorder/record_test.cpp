@@ -658,6 +658,9 @@ TEST_P(RecordShortcuts, OnAndOffGiveTheSameTrace) {
   struct Hashes {
     std::vector<std::string> h;
     std::vector<int> unread;  // per entry of h: 0 read, 1 not read, 2 assumed unchanged
+    // per entry: may be unread with --shadow (a reuse after-hash of a call not shadowed, or a
+    // static's before-hash carried over from such a call: x.bo_assumed_before)
+    std::vector<char> may_skip;
   };
   auto hashes = [](const fs::path& p) {
     Hashes r;
@@ -688,6 +691,8 @@ TEST_P(RecordShortcuts, OnAndOffGiveTheSameTrace) {
                                          : listed("bo_assumed_unchanged", slot) ? 2
                                                                                 : 0,
                                          0, 0});
+        bool like = j.contains("shadow_like");
+        r.may_skip.insert(r.may_skip.end(), {0, 0, listed("bo_assumed_before", slot), like, 0, 0});
       }
     }
     return r;
@@ -710,9 +715,10 @@ TEST_P(RecordShortcuts, OnAndOffGiveTheSameTrace) {
     }
     std::string what = std::string(bug) + (shadow ? " --shadow" : "");
     ASSERT_EQ(h[0].h.size(), h[1].h.size()) << what;
-    int unread = 0;
+    int unread = 0, unread_shadowed = 0;
     for (size_t k = 0; k < h[0].h.size(); ++k) {
       EXPECT_EQ(h[1].unread[k], 0) << what;  // the exact mode reads everything
+      if (h[0].unread[k] != 0 && !h[0].may_skip[k]) ++unread_shadowed;
       if (h[0].unread[k] == 1) {
         EXPECT_EQ(h[0].h[k], "0000000000000000") << what << " entry " << k;
         ++unread;
@@ -720,12 +726,16 @@ TEST_P(RecordShortcuts, OnAndOffGiveTheSameTrace) {
         EXPECT_EQ(h[0].h[k], h[1].h[k]) << what << " entry " << k;
       }
     }
-    // A shadow run's checks compare every slot: everything is read. Without it, the shortcut
-    // does leave BOs unread (every seeded program has inputs it does not return).
-    if (shadow)
-      EXPECT_EQ(unread, 0) << what;
-    else
+    // With --shadow every BO is read before the dispatch (a static's bytes carried over from a
+    // call not shadowed excepted), and after it on the shadowed calls; a call not shadowed
+    // reads after it as without --shadow. Without it, the shortcut does
+    // leave BOs unread (every seeded program has inputs it does not return).
+    if (shadow) {
+      EXPECT_EQ(unread_shadowed, 0) << what;
+    }
+    if (!shadow || std::string(bug) == "none") {
       EXPECT_GT(unread, 0) << what;
+    }
     EXPECT_EQ(findings[0], findings[1]) << what;
     if (shadow && std::string(bug) != "none") {
       EXPECT_NE(findings[0], "") << bug;

@@ -1,7 +1,8 @@
 """Reading only what a check needs (docs/recording.md): a skipped static slot's BO is read again
 after the dispatch only at its key's sampled calls, a skipped intermediate's BO only before a
 call that passed it other data than the key's previous call, and every unread hash is named in
-the call line's x. With BOD_RECORD_EXACT=1 or --shadow everything is read, as before."""
+the call line's x. With BOD_RECORD_EXACT=1 everything is read, as before; with --shadow every
+BO before the dispatch, and after it on shadowed calls."""
 import gc
 import os
 import weakref
@@ -34,10 +35,18 @@ def kernel(a):
         w[:4] = 7.0
 
 
+def overwriting_kernel(a):
+    """out = w[:4] + a2, after writing its scratch whole: the scratch's stale bytes are never
+    read (a shadow run gives bit-identical outputs)."""
+    w, s = a.get(0, (N,)), a.get(1, (N,))
+    s[...] = 1.0
+    a.get(3, (4,))[...] = w[:4] + s[:4] + a.get(2, (4,))
+
+
 class Reads(support.RecorderTest):
-    def run_calls(self, calls, clobber_at=None, new_scratch_at=()):
+    def run_calls(self, calls, clobber_at=None, new_scratch_at=(), body=kernel):
         c = self.wrapped(cache_dir=os.path.join(self.dir, "kernels"))
-        c.register("k", kernel, 4)
+        c.register("k", body, 4)
         w = np.full(N, 2.0, np.float32)
         CLOBBER.update(at=clobber_at, calls=0)
         reads = []  # (syncs, BO bytes hashed) each call added
@@ -125,6 +134,29 @@ class ReadsWithShadow(Reads):
     test_a_clobber_between_samples_shows_at_the_next_sampled_call = None
     test_intermediate_read_before_a_call_that_passes_new_data = None
 
+    def test_calls_not_shadowed_are_read_as_without_shadow(self):
+        """A call a harmless shadow run stands for reads after its dispatch what a call of
+        plain record reads: the static BO only at sampled calls, the scratch not (it is read
+        before the next call instead: whether that one is shadowed depends on its bytes), and
+        the input slot whose data never changed, because missed-static reads it there."""
+        calls, reads = self.run_calls(10, body=overwriting_kernel)
+        w = array_hash(np.full(N, 2.0, np.float32))
+        ones = array_hash(np.full(N, 1.0, np.float32))
+        self.assertEqual([c.get("shadow_like") for c in calls], [None, None] + [2] * 8)
+        for call in calls[2:]:
+            n, (s0, s1, s2) = call["n"], call["slots"][:3]
+            self.assertEqual(s0["reuse"], [w, w], n)
+            self.assertEqual(s1["reuse"], [ones, NO_HASH], n)  # before: read; after: not
+            self.assertEqual(s2["reuse"], [s2["host"]["hash"]] * 2, n)  # for missed-static
+            self.assertEqual(call["x"]["bo_unread_after"], [1], n)
+            if n in (3, 4, 8):  # sampled: the weight BO is read again (synced)
+                self.assertNotIn("bo_assumed_unchanged", call["x"], n)
+                self.assertEqual(reads[n - 1], (3 if n > 3 else 2,
+                                                (8 if n > 3 else 4) * N + 32), n)
+            else:
+                self.assertEqual(call["x"]["bo_assumed_unchanged"], [0], n)
+                # the scratch before (4 MiB, one sync), the 16-byte input (one sync), the output
+                self.assertEqual(reads[n - 1], (2, 4 * N + 32), n)
 
 if __name__ == "__main__":
     unittest.main()

@@ -92,6 +92,32 @@ class Views(support.RecorderTest):
         self.assertEqual((ev["read_call"], ev["overwritten_by"], ev["by_host_write"]),
                          (3, 2, True))
 
+    def test_a_view_is_hashed_again_only_around_calls_that_bind_its_bo(self):
+        """A call changes no BO it does not bind: the 256 KiB view of key a's output is not
+        hashed at key b's calls; the program's own write into it in between is still its own,
+        and key a's next call overwriting it is still seen."""
+        from bo_doctor._hashing import STATS
+        c = self.cache()
+        n = 1 << 16
+        y = c.load_and_run("scale", {}, np.ones(n, np.float32), np.zeros(n, np.float32),
+                           bo_key="a")[1]
+        x = f32(1, 2)
+        c.load_and_run("scale", {}, x, np.zeros(2, np.float32), bo_key="b")
+        where = ("hashed_host", "hashed_bo_before", "hashed_bo_after", "hashed_shadow")
+        b0 = STATS["bytes_hashed"] - sum(STATS[k] for k in where)
+        for _ in range(4):
+            c.load_and_run("scale", {}, x, np.zeros(2, np.float32), bo_key="b")
+        y[0] = 42.0  # the program's own write
+        for _ in range(2):
+            c.load_and_run("scale", {}, x, np.zeros(2, np.float32), bo_key="b")
+        views = STATS["bytes_hashed"] - sum(STATS[k] for k in where) - b0
+        self.assertLess(views, 4 * n)  # not one hash of y: only key b's 8-byte outputs
+        self.assertEqual(self.events(), [])
+        c.load_and_run("scale", {}, np.full(n, 3.0, np.float32), np.zeros(n, np.float32),
+                       bo_key="a")  # overwrites the BO y views (call 9)
+        c.load_and_run("scale", {}, y, np.zeros(n, np.float32), bo_key="c")
+        self.assertEqual([e[:4] for e in self.events()], [(1, 1, 10, 9)])
+
     def test_views_held_only_by_argument_lists_are_not_reported(self):
         c = self.cache()
         x, args_of = f32(1, 2), {}

@@ -7,6 +7,8 @@ calls (numbers, first calls, BO tables) is the Recorder's; `before` and `after` 
 lock. Nothing here writes to an argument, a BO or the cache: arrays and BO mappings are read
 (hashed), and BOs are synced from the device only where no caller holds a view (_bos.py). The
 views the engine returned are checked before each call and hashed again after it (_views.py).
+With --shadow, whether the call is shadowed is decided (_shadow.py `prepare`) between the bytes
+before the dispatch and those after it, which a call not shadowed reads as without --shadow.
 """
 import inspect
 import operator
@@ -24,19 +26,40 @@ from ._records import Call, CallX, Host, HostX, Labels, Placement, Slot
 SAMPLED_FIRST = 3
 
 
+_DTYPES = {}  # numpy dtype -> (its trace name or None for "as its bytes", str(dtype))
+
+
+def _dtype_names(dt):
+    try:
+        got = _DTYPES.get(dt)
+    except TypeError:  # a dtype that cannot be a key: not kept
+        got = None
+    if got is None:
+        if dt.name == "bfloat16":
+            name = "bf16"
+        elif dt == np.float32:
+            name = "f32"
+        elif dt == np.int32:
+            name = "i32"
+        elif dt.itemsize == 1:
+            name = "i8"
+        else:
+            name = None
+        got = (name, str(dt))
+        try:
+            _DTYPES[dt] = got
+        except TypeError:
+            pass
+    return got
+
+
 def dtype_name(arr):
     """The trace dtype of an array and its shape as the trace describes it (a dtype the format
     has no name for is described as its bytes)."""
-    dt = arr.dtype
-    if dt.name == "bfloat16":
-        return "bf16", list(arr.shape)
-    if dt == np.float32:
-        return "f32", list(arr.shape)
-    if dt == np.int32:
-        return "i32", list(arr.shape)
-    if dt.itemsize == 1:
-        return "i8", list(arr.shape)
-    return "i8", [int(arr.nbytes)]
+    name = _dtype_names(arr.dtype)[0]
+    if name is None:
+        return "i8", [int(arr.nbytes)]
+    return name, list(arr.shape)
 
 
 def zero_strides(arr):
@@ -145,11 +168,19 @@ class CallCapture:
         # What the engine will write: the key's first call writes every slot.
         self.written = [self.new or (i not in a.static and i not in a.inter) for i in range(n_args)]
         views = rec.views
-        views.rehash()  # bytes the program wrote itself since the last call
+        self.arg_views = [None] * n_args  # the View each argument is (or lies in), by describe
         b0 = STATS["bytes_hashed"]
         self.hosts = [self.describe(rec, i, x) for i, x in enumerate(a.inputs)]
         STATS["hashed_host"] += STATS["bytes_hashed"] - b0
-        self.events += views.reads(n, self.kernel, a.inputs, self.written)
+        # Bytes the program wrote itself since the last call: in the views this call can
+        # overwrite (of its BOs), reads (its arguments) or report held (overwritten ones); the
+        # others are looked at again before a call that binds their BO (_views.py).
+        only = None
+        if rec.lazy_after and not rec.running and not self.new:
+            only = {id(bo) for bo in cache._cached_bos[a.key]}
+            only.update(v.bo for v in self.arg_views if v is not None)
+        views.rehash(only=only)
+        self.events += views.reads(n, self.kernel, a.inputs, self.written, self.arg_views)
         self.events += views.held(iteration_keys(self.loops),
                                   "the program (which still held it at call %d)" % n,
                                   thread=self.thread)
@@ -160,6 +191,7 @@ class CallCapture:
         self.key_call = kc
         self.sampled = kc <= SAMPLED_FIRST or (kc & (kc - 1)) == 0
         self.lazy = rec.lazy and not rec.running  # another thread's call may share a BO
+        self.lazy_after = rec.lazy_after and not rec.running
         self.new_data = set()
         for i, h in enumerate(self.hosts):
             if h.source in ("placeholder", "view"):
@@ -220,7 +252,7 @@ class CallCapture:
                         HostX(type(x).__name__, False, False))
         dtype, shape = dtype_name(arr)
         zs = zero_strides(arr)
-        v = rec.views.find(arr)
+        v = self.arg_views[i] = rec.views.find(arr)
         view = (v.call, v.slot) if v is not None else None
         static = i in self.args.static
         if view:
@@ -236,7 +268,7 @@ class CallCapture:
         return Host([int(d) for d in shape], dtype, int(arr.nbytes), rec.host_hashes.hash(arr),
                     source,
                     name, view[0] if view else 0,
-                    HostX(str(arr.dtype), bool(arr.flags.c_contiguous), bool(zs)))
+                    HostX(_dtype_names(arr.dtype)[1], bool(arr.flags.c_contiguous), bool(zs)))
 
     def after(self, rec, results, error):
         """The call line, once the engine returned `results` or raised `error` ("" if not)."""
@@ -250,7 +282,7 @@ class CallCapture:
         rec.bos.forget(bos)
         slots, h2d, writes = [], 0, 0
         b0 = STATS["bytes_hashed"]
-        changes = {}  # id(bo) -> (this call wrote it, its kernel changed it)
+        bound = []  # (index, Slot, BO, extent hashed, written, placeholder) of the bound slots
         for i, x in enumerate(a.inputs):
             h = hosts[i]
             role = "static" if i in a.static else "intermediate" if i in a.inter else "input"
@@ -287,20 +319,44 @@ class CallCapture:
                 before = rec.bos.hash(bo, h.bytes, sync=False)
             else:
                 before = self.pre.get(i, h.hash)
-            lazy = self.lazy and not error and i not in out_set and place.pool == "key" and \
-                h.source != "view"
+            s = Slot(role, i in out_set, h, place, size, wrote, nb, wh, [before, NO_HASH])
+            slots.append(s)
+            bound.append((i, s, bo, extent, wrote, ph))
+        call = Call(n, ns, self.kernel, key_text(a.key), key_text(a.key), ints(a.static),
+                    ints(a.inter), a.outs, a.shared_nonstatic,
+                    {str(k): str(v) for k, v in a.alias.items() if type(k) is int},
+                    self.labels, rec.caller(),
+                    first, slots, bool(error), error, [h2d, 0], [writes, 0],
+                    CallX(bool(self.new), "%x" % id(self.cache)))
+        # With --shadow, whether this call gets a shadow run is decided from its bytes before
+        # dispatch (_shadow.py); a call that does not is read after the dispatch as without
+        # --shadow, except what missed-static reads there (Recorder.missed_static_open).
+        shadowed = False
+        if rec.shadow:
+            b1 = STATS["bytes_hashed"]
+            shadowed = rec.shadow.prepare(self, call, results, error)
+            STATS["hashed_shadow"] += STATS["bytes_hashed"] - b1
+            b0 += STATS["bytes_hashed"] - b1
+        lazy_call = self.lazy_after and not error and not shadowed
+        changes = {}  # id(bo) -> (this call wrote it, its kernel changed it)
+        for i, s, bo, extent, wrote, ph in bound:
+            before = s.reuse[0]
+            lazy = lazy_call and i not in out_set and s.bo.pool == "key" and \
+                s.host.source != "view"
             if lazy and i in a.static and not wrote and not self.sampled and before != NO_HASH:
                 # A skipped static slot between its key's sampled calls: not read again; its
                 # bytes are taken to be those read before (docs/recording.md).
                 after = before
                 self.assumed.append(i)
-            elif lazy and not ph and i not in a.static:
+            elif lazy and not ph and i not in a.static and \
+                    not (rec.shadow and rec.missed_static_open(ns, call.bo_key, i)):
                 # An input or intermediate the call does not return: read before the next call
                 # that needs its bytes, not now.
                 after = NO_HASH
                 self.unread_after.append(i)
             else:
                 after = before if error else rec.bos.hash(bo, extent, sync=i not in out_set)
+            s.reuse[1] = after
             if not error and after != NO_HASH:
                 rec.bos.remember(bo, extent, after)
                 if i in self.assumed or i in self.assumed_before and after == before and \
@@ -310,13 +366,6 @@ class CallCapture:
                 rec.bos.changed[id(bo)] = n
             w, k = changes.get(id(bo), (False, False))
             changes[id(bo)] = (w or wrote, k or NO_HASH not in (before, after) and after != before)
-            slots.append(Slot(role, i in out_set, h, place, size, wrote, nb, wh, [before, after]))
-        call = Call(n, ns, self.kernel, key_text(a.key), key_text(a.key), ints(a.static),
-                    ints(a.inter), a.outs, a.shared_nonstatic,
-                    {str(k): str(v) for k, v in a.alias.items() if type(k) is int},
-                    self.labels, rec.caller(),
-                    first, slots, bool(error), error, [h2d, 0], [writes, 0],
-                    CallX(bool(self.new), "%x" % id(self.cache)))
         if self.unread_before:
             call.x.bo_unread_before = self.unread_before
         if self.unread_after:
@@ -328,8 +377,12 @@ class CallCapture:
         if self.thread:
             call.thread = self.thread
         STATS["hashed_bo_after"] += STATS["bytes_hashed"] - b0
+        # Only this call's BOs can have changed during it (the engine writes a BO only in a
+        # call that binds it, the device only during its dispatch).
+        only = {id(bo) for bo in bos} if bos is not None and self.lazy_after and \
+            not self.new and not error and not rec.running else None
         rec.views.rehash(n, iteration_key(self.loops),
-                         {b: w and not k for b, (w, k) in changes.items()}, self.thread)
+                         {b: w and not k for b, (w, k) in changes.items()}, self.thread, only)
         if results is not None:
             rec.bos.note_viewed(results, bos, out_set)
             rec.views.note_returned(n, results, bos, out_set)

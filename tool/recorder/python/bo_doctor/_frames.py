@@ -96,10 +96,24 @@ def program_frames(limit, start=None):
     f = start or sys._getframe(1)
     n = 0
     while f is not None and n < limit:
-        if os.path.dirname(os.path.abspath(f.f_code.co_filename)) != _HERE:
+        if not _ours(f.f_code.co_filename):
             yield f
             n += 1
         f = f.f_back
+
+
+_OURS = {}  # a code object's file name -> whether it is a file of the recorder
+
+
+def _ours(filename):
+    got = _OURS.get(filename)
+    if got is None:
+        got = os.path.dirname(os.path.abspath(filename)) == _HERE
+        if os.path.isabs(filename):  # a relative name depends on the working folder
+            if len(_OURS) > 4096:
+                _OURS.clear()
+            _OURS[filename] = got
+    return got
 
 
 def frame_locals(f):

@@ -140,10 +140,27 @@ def caller_path():
     f = next(program_frames(1), None)
     if f is None:
         return ""
-    path = f.f_code.co_filename
+    return "%s:%d" % (_shown_path(f.f_code.co_filename), f.f_lineno)
+
+
+_SHOWN = {}  # (file name, working folder) -> the file name as the call line shows it
+
+
+def _shown_path(path):
     try:
-        rel = os.path.relpath(path)
-        path = rel if not rel.startswith("..") else path
-    except ValueError:
-        pass
-    return "%s:%d" % (path, f.f_lineno)
+        k = (path, os.getcwd())
+    except OSError:  # the working folder is gone
+        k = None
+    got = _SHOWN.get(k) if k is not None else None
+    if got is None:
+        got = path
+        try:
+            rel = os.path.relpath(path)
+            got = rel if not rel.startswith("..") else path
+        except (ValueError, OSError):
+            pass
+        if k is not None:
+            if len(_SHOWN) > 4096:
+                _SHOWN.clear()
+            _SHOWN[k] = got
+    return got

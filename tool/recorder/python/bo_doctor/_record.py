@@ -41,9 +41,10 @@ from ._attach import Attacher, parse_target
 from ._bos import BoTable
 from ._capture import CallCapture, bind, dtype_name
 from ._frames import refresh_snapshots
-from ._hashing import STATS
+from ._hashing import NO_HASH, STATS
 from ._labels import call_labels, caller_path, holder_name
-from ._records import (CallRecord, EndRecord, ForkOf, HeaderRecord, KernelRecord, KernelSlot)
+from ._records import (OMIT, CallRecord, EndRecord, ForkOf, HeaderRecord, KernelRecord,
+                       KernelSlot)
 from ._shadow import Shadow
 from ._spool import Spool
 from ._views import ViewTable
@@ -65,9 +66,14 @@ class Recorder:
         self.ns_names = set()    # every namespace name given out
         self.key_first = {}      # (ns, key) -> first call number
         self.bos = BoTable(reuse=not exact_requested())
-        # Reading only what a check needs (_capture.py): not with BOD_RECORD_EXACT=1, nor with
-        # a shadow run (its checks compare every slot's bytes).
+        # Reading only what a check needs (_capture.py): not with BOD_RECORD_EXACT=1. Before
+        # the dispatch, not with --shadow either (whether a call is shadowed is decided from
+        # every slot's bytes before it); after it, with --shadow on the calls not shadowed.
         self.lazy = not exact_requested() and not shadow
+        self.lazy_after = not exact_requested()
+        # missed-static with --shadow (Recorder.missed_static_open): (ns, key, slot) -> [the
+        # host hash at the key's first call, whether every call so far kept the rule]
+        self.missed_static = {}
         self.key_calls = {}      # (ns, key) -> calls of the key so far
         self.passed = {}         # (ns, key, slot) -> host hash of the data last passed there
         self.host_hashes = HostHashes()
@@ -161,6 +167,7 @@ class Recorder:
                     b0 = STATS["bytes_hashed"]
                     self.shadow.run(c, call, results, error)
                     STATS["hashed_shadow"] += STATS["bytes_hashed"] - b0
+                    self.note_missed_static(call)
             except Exception as e:
                 self.stop(c, e)
                 return
@@ -175,6 +182,32 @@ class Recorder:
         return False
 
     # --- shared tables (called under the lock) -------------------------------------------------
+
+    def missed_static_open(self, ns, key, i):
+        """Whether missed-static may still report slot i of the key: it reads the reuse BO's
+        bytes after the dispatch of an input slot on a call that was not shadowed, as long as
+        every call of the key so far kept its rule (checks/missed_static.cpp). Unknown: True."""
+        got = self.missed_static.get((ns, key, i))
+        return got is None or got[1]
+
+    def note_missed_static(self, call):
+        """Follows missed-static's rule on the finished call line, slot by slot, as the check
+        does over the key's calls that did not fail."""
+        if call.failed:
+            return
+        shadowed = call.shadow_like is OMIT
+        for i, s in enumerate(call.slots):
+            k = (call.ns, call.bo_key, i)
+            st = self.missed_static.get(k)
+            if st is None:
+                st = self.missed_static[k] = [s.host.hash, True]
+            if not st[1]:
+                continue
+            pair = s.no_reuse if shadowed else s.reuse
+            unchanged = pair is not OMIT and pair[1] == pair[0] and \
+                (shadowed or pair[1] != NO_HASH)
+            st[1] = s.role == "input" and not s.output and unchanged and \
+                s.host.source in ("tensor", "var") and s.host.hash == st[0]
 
     def next_number(self):
         self.n += 1

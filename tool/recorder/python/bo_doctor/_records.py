@@ -213,6 +213,7 @@ class EndRecord:
 # --- the serializer ------------------------------------------------------------------------
 
 _NAMES = {}  # dataclass type -> its field names in order
+_GETTERS = {}  # dataclass type -> a function giving the values of its fields in order
 
 
 def _names(cls):
@@ -220,6 +221,20 @@ def _names(cls):
     if names is None:
         names = _NAMES[cls] = tuple(f.name for f in fields(cls))
     return names
+
+
+def _getter(cls):
+    g = _GETTERS.get(cls)
+    if g is None:
+        names = _names(cls)
+        if not names:
+            g = lambda v: ()  # noqa: E731
+        else:
+            g = operator.attrgetter(*names)
+        if len(names) == 1:
+            g = (lambda one: lambda v: (one(v),))(g)
+        _GETTERS[cls] = g
+    return g
 
 
 def text(s):
@@ -254,13 +269,18 @@ def plain(v):
         return text(v)
     if t is int or t is bool or v is None:
         return v
-    if hasattr(t, "__dataclass_fields__"):
+    get = _GETTERS.get(t)
+    if get is not None or hasattr(t, "__dataclass_fields__"):
         out = {}
-        for name in _names(t):
-            e = getattr(v, name)
-            if e is not OMIT:
-                out[name] = plain(e)
+        for name, e in zip(_names(t), (get or _getter(t))(v)):
+            if e is OMIT:
+                continue
+            te = type(e)  # plain ints, bools and ASCII text as they are (most fields)
+            out[name] = e if te is int or te is bool or e is None or \
+                te is str and e.isascii() else plain(e)
         return out
+    if t is list or t is tuple:
+        return [e if type(e) is int else plain(e) for e in v]
     if isinstance(v, (list, tuple)):
         return [plain(e) for e in v]
     if isinstance(v, dict):

@@ -148,21 +148,15 @@ class Shadow:
         raw = np.frombuffer(bos[i].map(), np.uint8, count=kept.nbytes)
         return raw.copy().view(kept.dtype).reshape(kept.shape)
 
-    def run(self, c, call, results, error):
-        """Runs CallCapture c again on fresh BOs and adds the `no_reuse` fields to its call
-        line (placeholders: the host hashes, when the real call raised)."""
-        try:
-            self._run(c, call, results, error)
-        finally:
-            self.release(c, call)
-
-    def _run(self, c, call, results, error):
-        a = c.args
-        call.outputs = []
-        for s in call.slots:
-            s.no_reuse = [s.host.hash, s.host.hash]
+    def prepare(self, c, call, results, error):
+        """Decides, from the call line's bytes before dispatch (its `reuse` after-hashes not
+        taken yet), whether CallCapture c gets a shadow run, and keeps what that run needs in
+        c.shadow_plan. True unless it is known not to get one (a call that raised or returned
+        nothing gets none, but is no call a shadow run stands for either)."""
+        c.shadow_plan = None
         if error or results is None:
-            return
+            return True
+        a = c.args
         fresh, replaced = [], {}  # replaced: slots given another call's array -> its hash
         fed = []
         for i, x in enumerate(a.inputs):
@@ -193,17 +187,39 @@ class Shadow:
                 self.last_real[key] = (_Kept(x, c.hosts[i].hash) if arr.nbytes >= IN_BO_MIN
                                        else x, c.n)
             fresh.append(arr)
-        if fed and call.x is not None and hasattr(call.x, "shadow_fed"):
-            call.x.shadow_fed = fed
         # What the no-reuse engine writes into each slot's fresh BO (known without running it):
         # the host hash, or the hash of the array a placeholder is replaced by.
         pre = [(replaced[i] or self.hasher(fresh[i])) if i in replaced else s.host.hash
                for i, s in enumerate(call.slots)]
         sig = self.signature(c, call, fresh, pre)
         like = self.harmless.get(sig)
-        if not self.every and c.key_call > 2 and like is not None:
-            # Not shadowed: an earlier call of the same kernel, binary, shapes and kind of
-            # before-state difference gave bit-identical outputs and left its statics as written.
+        # Not shadowed: an earlier call of the same kernel, binary, shapes and kind of
+        # before-state difference gave bit-identical outputs and left its statics as written.
+        skip = not self.every and c.key_call > 2 and like is not None
+        c.shadow_plan = (fresh, fed, pre, sig, like if skip else None)
+        return not skip
+
+    def run(self, c, call, results, error):
+        """Runs CallCapture c again on fresh BOs, as `prepare` planned, and adds the `no_reuse`
+        fields to its call line (placeholders: the host hashes, when the real call raised)."""
+        try:
+            self._run(c, call, results, error)
+        finally:
+            self.release(c, call)
+
+    def _run(self, c, call, results, error):
+        a = c.args
+        call.outputs = []
+        for s in call.slots:
+            s.no_reuse = [s.host.hash, s.host.hash]
+        plan = getattr(c, "shadow_plan", None)
+        if error or results is None or plan is None:
+            return
+        fresh, fed, pre, sig, like = plan
+        c.shadow_plan = None
+        if fed and call.x is not None and hasattr(call.x, "shadow_fed"):
+            call.x.shadow_fed = fed
+        if like is not None:
             for i, s in enumerate(call.slots):
                 s.no_reuse = [pre[i], NO_HASH]
             call.shadow_like = like

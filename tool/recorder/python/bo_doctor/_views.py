@@ -6,10 +6,13 @@ never keeps one alive) with the hashes of its bytes, per BLOCK bytes, as it show
 returned. Slices, reshapes and np.asarray of it keep it alive through their `.base`, so it
 stays tracked exactly while the program holds it or any array made from it.
 
-Bytes are hashed again before and after every call, over the views still alive (each memory
-range once). What changed during call k was overwritten by call k (a view's `last_change`); what
-changed between two calls the program wrote itself (through the view or the BO's mapping): that
-becomes what the view is expected to show and is never reported.
+Bytes are hashed again around the calls, over the views still alive (each memory range once):
+after a call, the views of the BOs it binds; before a call, those and the views it is passed
+and the overwritten ones not yet reported (`rehash`'s `only`; every view at a key's first call).
+What changed during call k was overwritten by call k (a view's `last_change`); what changed
+between two hashings otherwise the program wrote itself (through the view or the BO's
+mapping): a call changes no BO it does not bind. That becomes what the view is expected to show
+and is never reported.
 
 Each view is reported at most once:
 - read: an argument of call n that is the view or an array made from it (or lies in its
@@ -125,13 +128,22 @@ class ViewTable:
                 best = v if best is None or v.call > best.call else best
         return best
 
-    def rehash(self, call=0, key=None, wrote=None, thread=0):
+    def rehash(self, call=0, key=None, wrote=None, thread=0, only=None):
         """Hashes the live views again. call 0: changes since the last hashing are the program's
         own writes; call n: call n overwrote them (wrote: id(bo) -> whether call n's change of
         that BO was a host write rather than its kernel); key: call n's iteration_key; thread:
-        the thread that made it."""
+        the thread that made it.
+
+        only: the id()s of the BOs whose views to hash (None: every view). A call changes no BO
+        it does not bind, so after call n the views of other BOs are left as they were; what
+        the program writes into them meanwhile is its own, whenever it is seen. Before a call
+        (call 0) the overwritten views not yet reported are hashed too (what `held` reports),
+        and views of no known BO always."""
         memo = {}
         for v, arr in self.alive():
+            if only is not None and v.bo and v.bo not in only and \
+                    (call or v.done or not v.stale_since):
+                continue
             region = (v.addr, v.nbytes, v.contiguous)
             cur = memo.get(region)
             if cur is None:
@@ -178,11 +190,12 @@ class ViewTable:
                                        overwritten_by=v.last_change or v.call,
                                        by_host_write=v.by_host))
 
-    def reads(self, n, kernel, inputs, written):
-        """view_read events of call n's arguments (before the engine runs it)."""
+    def reads(self, n, kernel, inputs, written, found=None):
+        """view_read events of call n's arguments (before the engine runs it); found: the View
+        of each argument when the caller already looked them up."""
         events = []
         for i, x in enumerate(inputs):
-            v = self.find(x)
+            v = found[i] if found is not None else self.find(x)
             if v is None:
                 continue
             if x is not v.ref():
