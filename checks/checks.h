@@ -29,6 +29,7 @@ BOD_DECLARE_CHECK(unsynced_write)
 BOD_DECLARE_CHECK(unsynced_read)
 BOD_DECLARE_CHECK(write_in_flight)
 BOD_DECLARE_CHECK(run_not_completed)
+BOD_DECLARE_CHECK(unwritten_output)
 #undef BOD_DECLARE_CHECK
 
 // config-error's declaration rules fire (a plan bo-doctor does not execute); the engine-raise

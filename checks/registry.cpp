@@ -29,6 +29,7 @@ const std::vector<CheckEntry>& check_registry() {
       {&unsynced_read_info(), run_unsynced_read},
       {&write_in_flight_info(), run_write_in_flight},
       {&run_not_completed_info(), run_run_not_completed},
+      {&unwritten_output_info(), run_unwritten_output},
   };
   return r;
 }

@@ -166,7 +166,7 @@ TEST(TraceCheck_Registry, EveryCheckInReportOrder) {
                      "intermediate-read", "partial-overwrite", "output-divergence",
                      "view-overwritten", "placeholder-upload", "alias-conflict", "missed-static",
                      "missed-intermediate", "config-error", "unsynced-write", "unsynced-read",
-                     "write-in-flight", "run-not-completed"}));
+                     "write-in-flight", "run-not-completed", "unwritten-output"}));
   ASSERT_NE(find_check("stale-static"), nullptr);
   EXPECT_EQ(find_check("stale-static")->run, &run_stale_static);
   EXPECT_EQ(find_check("no-such-check"), nullptr);

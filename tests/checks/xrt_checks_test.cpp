@@ -66,7 +66,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"short_sync", "unsynced-write", 3, "bytes 252..256 of BO 2"},
                       Case{"unsynced_read", "unsynced-read", 5, "bytes 128..256 of BO 4"},
                       Case{"write_in_flight", "write-in-flight", 4, "bytes 0..256 of BO 3"},
-                      Case{"run_not_completed", "run-not-completed", 5, "before run 3"}),
+                      Case{"run_not_completed", "run-not-completed", 5, "before run 3"},
+                      Case{"unwritten_output", "unwritten-output", 5, "bytes 0..256 of BO 4"}),
     [](const auto& i) { return std::string(i.param.fixture); });
 
 TEST(XrtChecks, TimedOutRunReadAnywayIsRunNotCompleted) {
@@ -80,6 +81,57 @@ TEST(XrtChecks, TimedOutRunReadAnywayIsRunNotCompleted) {
   EXPECT_NE(fs[0].message.find("returned timeout"), std::string::npos) << fs[0].message;
   t.calls[1].xrt.state = "completed";
   EXPECT_TRUE(run(t).empty());
+}
+
+std::vector<Finding> of(const Trace& t, const std::string& check) {
+  std::vector<Finding> r;
+  for (auto& f : run(t))
+    if (f.check == check) r.push_back(f);
+  return r;
+}
+
+// unwritten-output needs every piece of its evidence; without one of them it says nothing.
+TEST(XrtChecks, UnwrittenOutputNeedsEveryPieceOfEvidence) {
+  const Trace t = load("unwritten_output");
+  ASSERT_EQ(t.calls.size(), 4u);
+  auto fs = of(t, "unwritten-output");
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].severity, Severity::error);
+  EXPECT_EQ(fs[0].call, 3);
+  {  // a device that never changes the output (XRT's noop device): no run wrote it
+    Trace u = t;
+    for (auto& c : u.calls) c.slots[5].xrt->out_changed.clear();
+    EXPECT_TRUE(of(u, "unwritten-output").empty());
+  }
+  {  // nothing compared (read back over another range, or no read hashes): no verdict
+    Trace u = t;
+    u.calls[2].slots[5].xrt->out_compared.clear();
+    EXPECT_TRUE(of(u, "unwritten-output").empty());
+  }
+  {  // the same inputs again (a rewrite of the same bytes): the same output is right
+    Trace u = t;
+    for (auto& s : u.calls[2].slots) s.xrt->new_values.clear();
+    EXPECT_TRUE(of(u, "unwritten-output").empty());
+    // ... new input bytes that never reached the device do not count either
+    Trace v = t;
+    for (auto& s : v.calls[2].slots) s.xrt->unsynced = s.xrt->new_values;
+    EXPECT_TRUE(of(v, "unwritten-output").empty());
+    // only a scalar changed: a warning
+    u.calls[2].slots[2].xrt->value = 17;
+    auto w = of(u, "unwritten-output");
+    ASSERT_EQ(w.size(), 1u);
+    EXPECT_EQ(w[0].severity, Severity::warning);
+    EXPECT_NE(w[0].message.find("a scalar argument changed"), std::string::npos) << w[0].message;
+  }
+  {  // a run not known to have completed: run-not-completed's, not this check's
+    Trace u = t;
+    u.calls[2].xrt.state = "timeout";
+    EXPECT_TRUE(of(u, "unwritten-output").empty());
+  }
+  // Every other recording (clean: the noop device's output never changes) is silent.
+  for (const char* f : {"clean", "unsynced_write", "short_sync", "unsynced_read", "write_in_flight",
+                        "run_not_completed"})
+    EXPECT_TRUE(of(load(f), "unwritten-output").empty()) << f;
 }
 
 TEST(XrtChecks, WithoutTheCapabilityNothingRuns) {

@@ -62,12 +62,12 @@ TEST_F(Cli, NoSubcommandExitsTwo) {
 TEST_F(Cli, ListChecksListsAllIds) {
   Proc r = run("list-checks");
   EXPECT_EQ(r.code, 0) << r.err;
-  const char* ids[] = {"stale-static",      "key-collision",      "size-mismatch",
-                       "static-clobber",    "intermediate-read",  "partial-overwrite",
-                       "output-divergence", "view-overwritten",   "placeholder-upload",
-                       "alias-conflict",    "missed-static",      "missed-intermediate",
-                       "config-error",      "unused-suppression", "unsynced-write",
-                       "unsynced-read",     "write-in-flight",    "run-not-completed"};
+  const char* ids[] = {
+      "stale-static",       "key-collision",      "size-mismatch",     "static-clobber",
+      "intermediate-read",  "partial-overwrite",  "output-divergence", "view-overwritten",
+      "placeholder-upload", "alias-conflict",     "missed-static",     "missed-intermediate",
+      "config-error",       "unused-suppression", "unsynced-write",    "unsynced-read",
+      "write-in-flight",    "run-not-completed",  "unwritten-output"};
   for (const char* id : ids)
     EXPECT_NE(r.out.find(std::string(id) + " "), std::string::npos) << id << "\n" << r.out;
   // Every check of the registry and the gate's own, each once: the ids above are all of them.

@@ -76,7 +76,8 @@ INSTANTIATE_TEST_SUITE_P(
                              "bytes 0..128, 512..640 of BO 4"},
                       Seeded{"lut-unsynced", "unsynced-write", 5, 6, "bytes 1088..1344 of BO 5"},
                       Seeded{"short-sync", "unsynced-write", 1, 5, "bytes 636..640 of BO 4"},
-                      Seeded{"readback-beyond", "unsynced-read", 5, 8, "bytes 64..68 of BO 7"}),
+                      Seeded{"readback-beyond", "unsynced-read", 5, 8, "bytes 64..68 of BO 7"},
+                      Seeded{"bare-herd", "unwritten-output", 10, 8, "bytes 0..64 of BO 7"}),
     [](const auto& i) {
       std::string n = i.param.bug;
       for (auto& c : n)

@@ -9,14 +9,23 @@
 //   unsynced-read      output synced back 128 of 256 bytes, then read whole (bytes 128..256)
 //   write-in-flight    the weights rewritten (bo.write + sync) before the run was waited for
 //   run-not-completed  the output synced back and read without waiting for the run
-// Usage: bod_xrt_host XCLBIN_PATH [--bug NAME] [--iters N] [--elems N]
+//   unwritten-output   (implies --emulate) the kernel does not write its output at run 3: the
+//                      host reads back run 2's bytes although the input changed
+// XRT's noop device computes nothing: the output stays zero on every run. With --emulate the
+// program plays a device that computes: the output is a user-pointer BO whose memory the program
+// never maps through XRT, and after each wait it stores what "scale" computes (in * w) there
+// directly, as a device's write lands in a host_only BO (the recorder, like the program's XRT
+// calls, sees it only through the sync from the device and the read that follow).
+// Usage: bod_xrt_host XCLBIN_PATH [--bug NAME] [--emulate] [--iters N] [--elems N]
 #include <xrt/xrt_bo.h>
 #include <xrt/xrt_device.h>
 #include <xrt/xrt_kernel.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -30,12 +39,20 @@ int main(int argc, char** argv) {
   std::string path = argv[1], bug = "none";
   int iters = 4;
   size_t n = 64;
-  for (int i = 2; i + 1 < argc; i += 2) {
+  bool emulate = false;
+  for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
+    if (a == "--emulate") {
+      emulate = true;
+      continue;
+    }
+    if (i + 1 >= argc) break;
     if (a == "--bug") bug = argv[i + 1];
     if (a == "--iters") iters = std::stoi(argv[i + 1]);
     if (a == "--elems") n = std::stoul(argv[i + 1]);
+    ++i;
   }
+  if (bug == "unwritten-output") emulate = true;
   if (!bod::testutil::write_noop_xclbin(path, "scale", 3)) {
     std::fprintf(stderr, "cannot write %s\n", path.c_str());
     return 2;
@@ -48,7 +65,13 @@ int main(int argc, char** argv) {
     xrt::bo instr(dev, 64, xrt::bo::flags::cacheable, k.group_id(1));
     xrt::bo in(dev, bytes, xrt::bo::flags::host_only, k.group_id(3));
     xrt::bo w(dev, bytes, xrt::bo::flags::host_only, k.group_id(4));
-    xrt::bo out(dev, bytes, xrt::bo::flags::host_only, k.group_id(5));
+    // The emulated device's memory: page-aligned, as XRT wants a user pointer.
+    const size_t page = 4096, obytes = (bytes + page - 1) / page * page;
+    std::unique_ptr<float, decltype(&std::free)> dev_out(
+        emulate ? static_cast<float*>(std::aligned_alloc(page, obytes)) : nullptr, &std::free);
+    if (dev_out) std::memset(dev_out.get(), 0, obytes);
+    xrt::bo out = dev_out ? xrt::bo(dev, dev_out.get(), bytes, k.group_id(5))
+                          : xrt::bo(dev, bytes, xrt::bo::flags::host_only, k.group_id(5));
     auto* ip = instr.map<uint32_t*>();
     for (int i = 0; i < 16; ++i) ip[i] = 0x1000u + static_cast<uint32_t>(i);
     instr.sync(XCL_BO_SYNC_BO_TO_DEVICE);
@@ -79,6 +102,8 @@ int main(int argc, char** argv) {
           return 3;
         }
       }
+      if (dev_out && !(seeded && bug == "unwritten-output"))
+        for (size_t i = 0; i < n; ++i) dev_out.get()[i] = x[i] * wv[i];  // the kernel's write
       if (seeded && bug == "unsynced-read")
         out.sync(XCL_BO_SYNC_BO_FROM_DEVICE, bytes / 2, 0);
       else

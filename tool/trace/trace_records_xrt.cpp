@@ -104,6 +104,12 @@ bool is_scalar(const XrtSlot& s) {
 bool has_unsynced(const XrtSlot& s) {
   return !s.unsynced.empty();
 }
+bool has_new_values(const XrtSlot& s) {
+  return !s.new_values.empty();
+}
+bool has_compared(const XrtSlot& s) {
+  return !s.out_compared.empty();
+}
 bool has_unsynced_read(const XrtSlot& s) {
   return !s.unsynced_read.empty();
 }
@@ -162,6 +168,12 @@ const Record<XrtSlot>& xrt_slot_record() {
                                    Presence::optional, is_bo),
           f<R, &R::changed, Ranges>("changed", "bytes the host changed since the BO's previous run",
                                     Gate::none, Presence::optional, is_bo),
+          f<R, &R::new_values, Ranges>(
+              "new_values",
+              "of changed, bytes known to hold new values: stores through map() (compared byte "
+              "by byte) and bo.write ranges other than a write of the bytes the same range last "
+              "received",
+              Gate::none, Presence::optional, has_new_values),
           f<R, &R::synced_to, Ranges>("synced_to", "ranges synced to the device since then",
                                       Gate::none, Presence::optional, is_bo),
           f<R, &R::unsynced, Ranges>(
@@ -187,6 +199,15 @@ const Record<XrtSlot>& xrt_slot_record() {
               Gate::none, Presence::optional, has_unsynced_read),
           obj<R, &R::read_by, HostOp, host_op_record>("read_by", "the first such read", Gate::none,
                                                       Presence::optional, has_unsynced_read),
+          f<R, &R::out_compared, Ranges>(
+              "out_compared",
+              "after the run: bytes read back (covered by a sync from the device) whose values "
+              "after the BO's previous run are known: the same range was read back then, and "
+              "nothing was changed on the host or synced to the device there in between",
+              Gate::none, Presence::optional, has_compared),
+          f<R, &R::out_changed, Ranges>(
+              "out_changed", "of those, ranges read back with other bytes than the last time",
+              Gate::none, Presence::optional, has_compared),
       }}.keyed();
   return r;
 }

@@ -38,15 +38,24 @@ struct XrtSlot {
   long long group = -1;   // its memory group (-1: unknown)
   uint64_t value = 0;     // a scalar argument's value (its first 8 bytes)
   ByteRanges changed;     // bytes the host changed since the BO's previous run
-  ByteRanges synced_to;   // ranges synced to the device since then
-  ByteRanges unsynced;    // at start: host bytes changed after their last sync to the device
-  HostOp unsynced_by;     // the last host change inside them
+  // Of those, bytes known to hold new values: stores through map() (compared byte by byte) and
+  // bo.write ranges, except a write of the same bytes the same range last received.
+  ByteRanges new_values;
+  ByteRanges synced_to;  // ranges synced to the device since then
+  ByteRanges unsynced;   // at start: host bytes changed after their last sync to the device
+  HostOp unsynced_by;    // the last host change inside them
   std::vector<HostOp> in_flight;  // host operations while the run was started, not waited for
   ByteRanges synced_from;     // after the run: ranges synced from the device (until its next run)
   ByteRanges device_changed;  // of those, bytes that came back other than the host had them
   ByteRanges read;            // after the run: ranges the host read (bo.read, a view of map())
   ByteRanges unsynced_read;   // of those, bytes no sync from the device covered after the run
   HostOp read_by;             // the first read of unsynced bytes
+  // After the run: bytes read back (covered by a sync from the device) whose values after the
+  // BO's previous run are known: the same range was read back then (covered too), and nothing
+  // was changed on the host or synced to the device there in between. Recordings with read
+  // hashes only (read events carrying "h").
+  ByteRanges out_compared;
+  ByteRanges out_changed;  // of those, ranges read back with other bytes than the last time
 };
 
 struct XrtRun {

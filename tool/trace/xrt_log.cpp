@@ -53,6 +53,12 @@ struct RootState {
   ByteRanges synced_since;
   ByteRanges from_after;  // synced from the device after its last run
   std::vector<HostOp> ops;
+  ByteRanges new_since;  // of changed_since, bytes known to hold new values
+  // [offset, length) -> hash: the bytes the last bo.write of exactly that range carried (while
+  // nothing else changed them on the host), and the reads back after the BO's previous and
+  // last run (covered by a sync from the device, with hashes).
+  using Hashes = std::map<std::pair<uint64_t, uint64_t>, uint64_t>;
+  Hashes last_write, reads_prev, reads_last;
   int last_call = 0;  // the last call that bound it (0: none)
   bool synced_to_ever = false, synced_from_ever = false;
 };
@@ -103,6 +109,15 @@ struct Replay {
   void keep(RootState& r, const HostOp& op) {
     if (r.ops.size() == kKeptHostOps) r.ops.erase(r.ops.begin());
     r.ops.push_back(op);
+  }
+
+  // Drops the hashes of ranges that overlap `r`.
+  static void forget(RootState::Hashes& h, const ByteRanges& r) {
+    for (auto it = h.begin(); it != h.end();)
+      if (!range_intersect({{it->first.first, it->first.second}}, r).empty())
+        it = h.erase(it);
+      else
+        ++it;
   }
 
   static HostOp last_op_in(const RootState& r, const ByteRanges& in) {
@@ -165,9 +180,22 @@ struct Replay {
       RootState& rs = roots[b->root];
       rs.stale = range_union(rs.stale, r);
       rs.changed_since = range_union(rs.changed_since, r);
-      HostOp op{j.value("how", "") == "write" ? "write" : "store",
-                {r.front().off, r.back().end() - r.front().off},
-                at};
+      // A bo.write of the bytes its range last received changes nothing; a store through map()
+      // is a byte-by-byte difference, and a write without a hash (an older recorder) counts.
+      bool write = j.value("how", "") == "write";
+      bool same = false;
+      if (write && r.size() == 1 && j.contains("h") && j["h"].is_number_unsigned()) {
+        auto key = std::make_pair(r[0].off, r[0].len);
+        auto h = j["h"].get<uint64_t>();
+        auto it = rs.last_write.find(key);
+        same = it != rs.last_write.end() && it->second == h;
+        forget(rs.last_write, r);
+        rs.last_write[key] = h;
+      } else {
+        forget(rs.last_write, r);
+      }
+      if (!same) rs.new_since = range_union(rs.new_since, r);
+      HostOp op{write ? "write" : "store", {r.front().off, r.back().end() - r.front().off}, at};
       keep(rs, op);
       in_flight(b->root, op);
       return ok_status();
@@ -186,6 +214,7 @@ struct Replay {
       }
       rs.stale = range_minus(rs.stale, r);  // the host now holds the device's bytes
       rs.synced_from_ever = true;
+      forget(rs.last_write, r);
       if (!rs.last_call) return ok_status();
       rs.from_after = range_union(rs.from_after, r);
       ByteRanges changed;
@@ -206,8 +235,22 @@ struct Replay {
       in_flight(b->root, op);
       if (!rs.last_call || r.empty()) return ok_status();
       ByteRanges uncovered = range_minus(r, rs.from_after);
+      // What came back, against what came back after the BO's previous run: the first read of
+      // a range after this run, covered by a sync from the device and hashed.
+      bool compared = false, differs = false;
+      if (uncovered.empty() && j.contains("h") && j["h"].is_number_unsigned()) {
+        auto key = std::make_pair(r[0].off, r[0].len);
+        auto h = j["h"].get<uint64_t>();
+        if (rs.reads_last.emplace(key, h).second) {
+          auto prev = rs.reads_prev.find(key);
+          compared = prev != rs.reads_prev.end();
+          differs = compared && prev->second != h;
+        }
+      }
       slots_of(rs.last_call, b->root, [&](TraceSlot& s) {
         s.xrt->read = range_union(s.xrt->read, r);
+        if (compared) s.xrt->out_compared = range_union(s.xrt->out_compared, r);
+        if (differs) s.xrt->out_changed = range_union(s.xrt->out_changed, r);
         if (uncovered.empty()) return;
         if (s.xrt->unsynced_read.empty()) s.xrt->read_by = op;
         s.xrt->unsynced_read = range_union(s.xrt->unsynced_read, uncovered);
@@ -290,6 +333,7 @@ struct Replay {
       s.xrt->bo_bytes = b->size;
       s.xrt->group = b->group;
       s.xrt->changed = range_intersect(rs.changed_since, win);
+      s.xrt->new_values = range_intersect(rs.new_since, win);
       s.xrt->synced_to = range_intersect(rs.synced_since, win);
       s.xrt->unsynced = range_intersect(rs.stale, win);
       if (!s.xrt->unsynced.empty()) s.xrt->unsynced_by = last_op_in(rs, s.xrt->unsynced);
@@ -307,6 +351,13 @@ struct Replay {
     for (auto& s : added.slots) {
       if (!s.xrt->is_bo) continue;
       RootState& rs = roots[s.xrt->bo];
+      if (rs.last_call == added.number) continue;  // a BO bound twice: once is enough
+      // The reads after the BO's last run stand for its bytes before this one, unless the host
+      // changed or sent bytes there in between.
+      forget(rs.reads_last, range_union(rs.changed_since, rs.synced_since));
+      rs.reads_prev = std::move(rs.reads_last);
+      rs.reads_last.clear();
+      rs.new_since.clear();
       rs.changed_since.clear();
       rs.synced_since.clear();
       rs.from_after.clear();

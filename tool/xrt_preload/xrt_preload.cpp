@@ -12,6 +12,8 @@
 #include <unistd.h>
 #include <xrt/xrt_bo.h>
 #include <xrt/xrt_kernel.h>
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -270,7 +272,8 @@ void xrt::bo::write(const void* src, size_t size, size_t seek) {
   if (b.map && seek < b.size)
     std::memcpy(b.seen.data() + seek, b.map + seek, std::min<uint64_t>(size, b.size - seek));
   L.line("{\"e\":\"host\",\"bo\":" + std::to_string(b.id) + ",\"how\":\"write\",\"r\":[[" +
-         std::to_string(seek) + "," + std::to_string(size) + "]]}");
+         std::to_string(seek) + "," + std::to_string(size) +
+         "]],\"h\":" + std::to_string(XXH3_64bits(src, size)) + "}");
 }
 
 void xrt::bo::read(void* dst, size_t size, size_t skip) {
@@ -278,14 +281,19 @@ void xrt::bo::read(void* dst, size_t size, size_t skip) {
   BOD_REAL(void (*)(bo*, void*, size_t, size_t), "_ZN3xrt2bo4readEPvmm");
   if (!g.outer) return fn(this, dst, size, skip);
   Log& L = log();
+  long long id = 0;
   {
     std::lock_guard<std::mutex> l(L.mu);
     BoState& b = bo_of(L, *this);
     look(L, b);
-    L.line("{\"e\":\"read\",\"bo\":" + std::to_string(b.id) + ",\"off\":" + std::to_string(skip) +
-           ",\"len\":" + std::to_string(size) + "}");
+    id = b.id;
   }
   fn(this, dst, size, skip);
+  // Logged once the bytes are in: their hash is what the program got.
+  std::lock_guard<std::mutex> l(L.mu);
+  L.line("{\"e\":\"read\",\"bo\":" + std::to_string(id) + ",\"off\":" + std::to_string(skip) +
+         ",\"len\":" + std::to_string(size) + ",\"h\":" + std::to_string(XXH3_64bits(dst, size)) +
+         "}");
 }
 
 void xrt::bo::sync(xclBOSyncDirection dir, size_t size, size_t offset) {

@@ -35,6 +35,12 @@ Seeded bugs (--bug NAME): run = the run (call) the finding is at, arg = the argu
                                  unsynced-write, bytes 636..640
   readback-beyond  run 5  arg 8  token 2's read-backs take E+1 floats, E were synced (the first
                                  is after run 5): unsynced-read, bytes 64..68
+  bare-herd        run 10 arg 8  token 4's layer-1 run gets an instruction stream without its
+                                 launch wrapper (words 0..4 zeroed, synced), so the kernel does
+                                 not run and y keeps run 9's bytes although x changed:
+                                 unwritten-output, bytes 0..64
+The stand-in kernel runs only when the instruction BO's device bytes start with the launch
+wrapper word (a bare herd does nothing and raises nothing).
 Prints the generated values' checksum last; the clean run matches a plain numpy reference.
 """
 import argparse
@@ -52,7 +58,8 @@ import pyxrt  # noqa: E402  (the stand-in)
 E, L, T, P, TOKENS, LUTW = 16, 2, 8, 2, 6, 64
 TO = pyxrt.xclBOSyncDirection.XCL_BO_SYNC_BO_TO_DEVICE
 FROM = pyxrt.xclBOSyncDirection.XCL_BO_SYNC_BO_FROM_DEVICE
-BUGS = ["none", "dirty-flag", "lut-unsynced", "short-sync", "readback-beyond"]
+BUGS = ["none", "dirty-flag", "lut-unsynced", "short-sync", "readback-beyond", "bare-herd"]
+LAUNCH = 0x100  # the launch wrapper's first instruction word
 
 
 def layer_math(x, w, kv, rms, lut, pos):
@@ -103,7 +110,7 @@ def reference():
 class Decoder:
     def __init__(self, bug):
         self.bug = bug
-        pyxrt.register_kernel("q4nx_layer", kernel_fn, 6)
+        pyxrt.register_kernel("q4nx_layer", self._kernel, 6)
         dev = pyxrt.device(0)
         self.kern = pyxrt.kernel(pyxrt.hw_context(dev, None), "q4nx_layer")
         f32 = 4
@@ -126,6 +133,12 @@ class Decoder:
         self.r.write(self.rms.tobytes(), 0)
         self.r.sync(TO, E * f32, 0)
 
+    def _kernel(self, args):
+        """The device: runs the layer only behind its launch wrapper (else a bare herd)."""
+        if int(np.frombuffer(self.instr.device_bytes(), dtype=np.uint32)[0]) != LAUNCH:
+            return
+        kernel_fn(args)
+
     def seed_kv(self, layer, seed):
         row = E * 4
         off = layer * T * row
@@ -145,10 +158,18 @@ class Decoder:
             for layer_ in range(L):
                 self.kvc.sync(TO, P * row, layer_ * T * row)
             self._kv_dirty = False
+        bare = self.bug == "bare-herd" and pos == P + 4 and layer == 1
+        words = np.frombuffer(self.instr.map(), dtype=np.uint32)
+        if bare:  # this run's instructions lost their launch wrapper
+            words[0:4] = 0
+            self.instr.sync(TO, 4 * 4, 0)
         h = self.kern(3, self.instr, 16, self.x, self.w, self.kvc, self.r, self.p, self.y)
         state = h.wait(60000)
         if state != pyxrt.ert_cmd_state.ERT_CMD_STATE_COMPLETED:
             raise RuntimeError("q4nx_layer: run state %s" % state)
+        if bare:
+            words[0:4] = np.arange(4, dtype=np.uint32) + LAUNCH
+            self.instr.sync(TO, 4 * 4, 0)
 
     def read_y(self, t):
         n = E + 1 if self.bug == "readback-beyond" and t == 2 else E

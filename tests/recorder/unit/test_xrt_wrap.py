@@ -85,6 +85,10 @@ class XrtWrapTest(unittest.TestCase):
         reads = [e for e in ev if e["e"] == "read"]
         self.assertEqual((reads[-1]["off"], reads[-1]["len"]), (4, 8))
         self.assertTrue(reads[-1]["at"].startswith("test_xrt_wrap.py:"))
+        # Writes and reads carry the hash of the bytes passed / got: equal bytes, equal hashes.
+        self.assertEqual(reads[-1]["h"], xrt_wrap._hash(out.tobytes()))
+        self.assertEqual(writes[-1]["h"], xrt_wrap._hash(np.arange(4, dtype=np.float32)))
+        self.assertNotEqual(reads[-1]["h"], xrt_wrap._hash(np.zeros(2, np.float32)))
 
     def test_extension_module_left_alone(self):
         import types

@@ -9,10 +9,13 @@ recorder never syncs, writes or maps a BO itself. Host changes made through a me
 `map()` returned are found by comparing that view's bytes with a private copy at every write,
 read and sync of the BO and at every run start that binds it. Reads through a `map()` view are
 seen when the view goes through `numpy.frombuffer` (offset and count give the range); other
-reads of a kept view are invisible.
+reads of a kept view are invisible. Writes and reads carry a hash of the bytes the program passed
+or got ("h"), so a rewrite of the same bytes and an output that came back unchanged are told
+apart.
 
 Started by tool/xrt_preload/python/sitecustomize.py when BOD_XRT_LOG names the event folder.
 """
+import hashlib
 import importlib.abc
 import itertools
 import json
@@ -57,6 +60,13 @@ def _where():
             return "%s:%d" % (os.path.relpath(path), f.f_lineno)
         f = f.f_back
     return ""
+
+
+def _hash(data):
+    """64-bit hash of a buffer's bytes (compared only with this process's own hashes)."""
+    m = memoryview(data)
+    b = m.cast("B") if m.c_contiguous else m.tobytes()
+    return int.from_bytes(hashlib.blake2b(b, digest_size=8).digest(), "little")
 
 
 def _diff(now, seen, off, length):
@@ -158,16 +168,22 @@ def _wrap_bo(cls):
                 end = min(s.size, offset + n)
                 s.seen[offset:end] = s.view[offset:end]
             _log.line({"e": "host", "bo": s.id, "how": "write", "r": [[int(offset), int(n)]],
-                       "at": _where()})
+                       "h": _hash(data), "at": _where()})
         return r
 
     def read(self, size, offset=0, *a, **k):
         with _log.lock:
             s = _state(self)
             _look(s)
-            _log.line({"e": "read", "bo": s.id, "off": int(offset), "len": int(size),
-                       "at": _where()})
-        return read_o(self, size, offset, *a, **k)
+        got = read_o(self, size, offset, *a, **k)
+        with _log.lock:  # logged once the bytes are in: their hash is what the program got
+            ev = {"e": "read", "bo": s.id, "off": int(offset), "len": int(size), "at": _where()}
+            try:
+                ev["h"] = _hash(got)
+            except TypeError:  # not a buffer: no hash, no comparison
+                pass
+            _log.line(ev)
+        return got
 
     def sync(self, direction, size=None, offset=0, *a, **k):
         with _log.lock:
@@ -302,7 +318,7 @@ def _wrap_frombuffer(np):
         if m is not None and m[1] is buffer:
             with _log.lock:
                 _log.line({"e": "read", "bo": m[0].id, "off": int(offset), "len": int(arr.nbytes),
-                           "at": _where()})
+                           "h": _hash(arr.tobytes()), "at": _where()})
         return arr
 
     frombuffer.__doc__ = orig.__doc__
