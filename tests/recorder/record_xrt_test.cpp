@@ -47,6 +47,32 @@ TEST_F(RecordXrtPython, CleanDecoderIsSilentAndUnchanged) {
   EXPECT_NE(rec.out.find("matches reference: True"), std::string::npos) << rec.out;
 }
 
+// The per-kernel reuse view (analyze's xrt_reuse): the clean decoder's weights stay resident, its
+// KV cache is re-sent once (the dirty flag), nothing is advised; with the dirty flag not set, the
+// KV cache stays resident while its host bytes change: the hand-managed stale-static.
+TEST_F(RecordXrtPython, ReuseViewPerKernel) {
+  testing::Proc rec;
+  auto clean = record("none", &rec);
+  ASSERT_TRUE(clean.contains("xrt_reuse")) << clean.dump(1);
+  auto& k = clean["xrt_reuse"][0];
+  EXPECT_EQ(k["kernel"], "q4nx_layer");
+  EXPECT_EQ(k["runs"], 12);
+  auto& args = k["args"];
+  EXPECT_EQ(args[4]["role"], "static");  // weights: sent once
+  EXPECT_EQ(args[4]["later_resent"], 0);
+  EXPECT_EQ(args[5]["role"], "input");  // KV cache: re-sent once, when dirty
+  EXPECT_EQ(args[5]["later_resent"], 1);
+  EXPECT_EQ(args[8]["role"], "output");
+  for (auto& a : args) EXPECT_EQ(a["advice"], "") << a.dump();
+  auto bug = record("dirty-flag", &rec);
+  auto& kv = bug["xrt_reuse"][0]["args"][5];
+  EXPECT_EQ(kv["role"], "static");
+  EXPECT_EQ(kv["later_resent"], 0);
+  EXPECT_EQ(kv["first_resident_changed_run"], 7);
+  EXPECT_TRUE(kv["corrupts"].get<bool>());
+  EXPECT_NE(kv["advice"].get<std::string>().find("stale-static"), std::string::npos) << kv;
+}
+
 struct Seeded {
   const char* bug;
   const char* check;

@@ -110,6 +110,33 @@ std::string render_json(const Report& r) {
   if (r.probed)
     j["probe_coverage"] = {{"probed_calls", r.probed_calls},
                            {"calls_with_intermediates", r.probe_candidates}};
+  if (!r.xrt_reuse.empty()) {
+    J kernels = J::array();
+    for (auto& k : r.xrt_reuse) {
+      J args = J::array();
+      for (auto& a : k.args)
+        args.push_back({{"slot", a.slot},
+                        {"name", a.name},
+                        {"role", a.role},
+                        {"bytes", a.bytes},
+                        {"first_run_sent_bytes", a.first_sent},
+                        {"later_runs", a.later_runs},
+                        {"later_resent", a.later_resent},
+                        {"later_sent_bytes", a.later_sent_bytes},
+                        {"later_new_values", a.later_new},
+                        {"resident_changed", a.resident_changed},
+                        {"first_resident_changed_run", a.first_resident_changed},
+                        {"read_back_runs", a.read_back},
+                        {"advice", a.advice},
+                        {"corrupts", a.corrupts}});
+      kernels.push_back({{"kernel", k.kernel},
+                         {"ns", k.ns},
+                         {"runs", k.runs},
+                         {"first_run", k.first_run},
+                         {"args", args}});
+    }
+    j["xrt_reuse"] = kernels;
+  }
   if (r.ran) {
     const RunFigures& run = r.run;
     j["backend"] = {{"name", run.backend},

@@ -182,6 +182,35 @@ std::string render_text(const Report& r) {
       t("first calls of keys ", run.reuse.first_calls_s, run.noreuse.first_calls_s);
     }
   }
+  if (!r.xrt_reuse.empty()) {
+    // The per-kernel reuse view of a recording at the XRT boundary (analysis/xrt_reuse.h).
+    o << "\nper-kernel BO reuse (recorded at the XRT boundary): first run vs later runs\n";
+    for (auto& k : r.xrt_reuse) {
+      o << "  " << (k.ns.empty() ? "" : k.ns + "/") << k.kernel << "  (" << k.runs
+        << " runs, first run " << k.first_run << ")\n";
+      o << "    arg          bytes  first run        later runs                   role\n";
+      for (auto& a : k.args) {
+        if (!a.is_bo) continue;
+        std::string first =
+            a.first_sent ? "sent " + std::to_string(a.first_sent) + " B" : "not sent";
+        std::string later = !a.later_runs    ? "-"
+                            : a.later_resent ? "re-sent " + std::to_string(a.later_resent) +
+                                                   " of " + std::to_string(a.later_runs) + ", " +
+                                                   std::to_string(a.later_sent_bytes) + " B"
+                            : a.first_sent ? "resident on " + std::to_string(a.later_runs)
+                                           : "not sent";
+        char line[256];
+        std::snprintf(line, sizeof line, "    %-10s %7llu  %-16s %-28s %s\n", P(a.name).c_str(),
+                      static_cast<unsigned long long>(a.bytes), first.c_str(), later.c_str(),
+                      a.role.c_str());
+        o << line;
+      }
+      for (auto& a : k.args)
+        if (!a.advice.empty())
+          o << "      " << P(a.name) << ": " << a.advice
+            << (a.corrupts ? " [corrupts results]" : "") << "\n";
+    }
+  }
   if (r.verified) {
     const Verification& v = r.verify;
     o << "\nend-to-end verification (reuse vs no-reuse dataflow): " << (v.pass ? "PASS" : "FAIL")

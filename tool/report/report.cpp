@@ -176,6 +176,7 @@ Report build_report(const std::string& command, const Trace& t, bool timings,
         r.first_divergence = CallRef{c.number, c.where(), c.kernel};
         break;
       }
+  r.xrt_reuse = xrt_reuse(t);
   r.gaps = coverage_gaps(t);
   r.coverage.checks = 0;
   for (auto& e : check_registry()) r.coverage.checks += check_applies(*e.info, t.header.caps);

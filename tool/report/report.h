@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "analysis/summary.h"
+#include "analysis/xrt_reuse.h"
 #include "checks/registry.h"
 #include "core/result.h"
 #include "report/gate.h"
@@ -76,6 +77,9 @@ struct Report {
   bool verified = false;  // ... and the end-to-end comparison
   bool probed = false;    // ... and probe runs: probe coverage
   std::vector<KeyRow> keys;
+  // A recording at the XRT boundary: per kernel, which BO arguments are re-sent and which stay
+  // resident, first run vs later runs, with advice (text and JSON show it).
+  std::vector<XrtKernelReuse> xrt_reuse;
   RunFigures run;  // when ran
   Verification verify;
   // Checks the trace could not (fully) feed. Text and JSON list them except for lint (a plan
