@@ -15,6 +15,7 @@
 #include "report/report.h"
 #include "skeleton/skeleton_internal.h"
 #include "support/hang_guard.h"
+#include "support/sanitizer.h"
 #include "trace/trace.h"
 #include "trace/trace_io.h"
 
@@ -22,14 +23,6 @@ namespace bod {
 namespace {
 
 using testing::finishes_within;
-
-#if defined(__SANITIZE_ADDRESS__)
-#define BOD_UNDER_SANITIZER 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer)
-#define BOD_UNDER_SANITIZER 1
-#endif
-#endif
 
 // The quadratic forms ran for minutes in Release; the linear ones take seconds on a loaded
 // machine (FindingSink 150k: 15 s at load 15), ten times that under the sanitizers.

@@ -308,6 +308,12 @@ TEST(HostileInput, ControlCharactersAndLongExcerptsInErrors) {
   EXPECT_EQ(excerpt(std::string(201, 'x')), std::string(197, 'x') + "...");
   EXPECT_EQ(excerpt(std::string(196, 'x') + "\xc3\xa9\xc3\xa9\xc3\xa9"),
             std::string(196, 'x') + "...");  // a UTF-8 sequence is not cut in two
+  // The same rule as printable(): a C1 control (CSI, U+009B) and a bidi override (U+202E, which
+  // would show the rest of the line reversed) are escaped; an overlong '/' is a stray byte.
+  EXPECT_EQ(excerpt("a\xc2\x9b"
+                    "2Jb\xe2\x80\xae"
+                    "cd\xc0\xaf"),
+            "a\\u{009b}2Jb\\u{202e}cd\\xc0\\xaf");
   ojson j = model();
   j["program"]["phases"][0]["steps"] = ojson::array(
       {{{"call", "evil\n\x1b[2Jkernel" + std::string(5000, 'z')}, {"args", ojson::object()}}});

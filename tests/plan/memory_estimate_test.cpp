@@ -15,15 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "support/sanitizer.h"
 #include "support/scratch.h"
-
-#if defined(__SANITIZE_ADDRESS__)
-#define BOD_UNDER_SANITIZER 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer)
-#define BOD_UNDER_SANITIZER 1
-#endif
-#endif
 
 namespace bod {
 namespace {

@@ -4,11 +4,12 @@
 // `bo-doctor skeleton` under a memory limit (1.5 GB of address space; not under the
 // sanitizers, whose shadow memory is not the tool's) and a time limit that is a hang guard,
 // not a timing assertion. Every run must exit 0, 1 or 2; a refusal (exit 2) is one line; no
-// output carries a control character from the input. 62 s in Release on the 2-core machine
-// at load 15 (other builds running).
+// output (text report, markdown report, skeleton, messages) carries a control character from
+// the input. One test per trace (HostileTraceAudit/Traces.*), so ctest spreads them over cores.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -20,16 +21,9 @@
 #include <string>
 #include <vector>
 
+#include "support/sanitizer.h"
 #include "support/scratch.h"
 #include "trace/trace_io.h"
-
-#if defined(__SANITIZE_ADDRESS__)
-#define BOD_UNDER_SANITIZER 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer)
-#define BOD_UNDER_SANITIZER 1
-#endif
-#endif
 
 namespace bod {
 namespace {
@@ -373,7 +367,9 @@ std::vector<Hostile> hostile_traces() {
   return v;
 }
 
-class HostileTraceAudit : public testing::ScratchDirTest {
+// One test per trace, so ctest runs them side by side (one test of all 58 took 62 s).
+class HostileTraceAudit : public testing::ScratchDirTest,
+                          public ::testing::WithParamInterface<size_t> {
  protected:
   HostileTraceAudit() : ScratchDirTest("bod_hostile_traces") {}
 };
@@ -385,52 +381,62 @@ bool has_control(const std::string& s) {
   return false;
 }
 
-TEST_F(HostileTraceAudit, EveryTraceExits012WithinLimits) {
+TEST(HostileTraceSet, AtLeastFiftyTracesWithUniqueNames) {
+  auto traces = hostile_traces();
+  EXPECT_GE(traces.size(), 50u);
+  std::map<std::string, int> seen;
+  for (auto& h : traces) EXPECT_EQ(seen[h.name]++, 0) << h.name;
+}
+
+TEST_P(HostileTraceAudit, ExitsWithinLimitsAndPrintsNoControlCharacter) {
 #ifdef BOD_UNDER_SANITIZER
   const std::string limits = "timeout 120 ";
 #else
   const std::string limits = "ulimit -v 1572864; timeout 15 ";  // 1.5 GiB, a hang guard
 #endif
-  auto traces = hostile_traces();
-  ASSERT_GE(traces.size(), 50u);
-  int refused = 0, judged = 0;
-  for (auto& h : traces) {
-    SCOPED_TRACE(h.name);
-    fs::path p = dir_ / (h.name + ".jsonl");
-    {
-      std::string text = h.make();
-      std::ofstream(p, std::ios::binary) << text;
-    }
-    for (const char* cmd : {"analyze", "skeleton"}) {
-      SCOPED_TRACE(cmd);
-      auto r = testing::run_shell(
-          dir_, "sh -c " + quote(limits + quote(BOD_BINARY) + " " + cmd + " " + quote(p.string())));
-      std::string cmd_s = cmd;
-      if (cmd_s == "analyze") {
-        EXPECT_NE(std::find(h.analyze_codes.begin(), h.analyze_codes.end(), r.code),
-                  h.analyze_codes.end())
-            << "exit " << r.code << ": " << r.err.substr(0, 300);
-        (r.code == 2 ? refused : judged)++;
-      } else {
-        EXPECT_TRUE(r.code == 0 || r.code == 2)
-            << "exit " << r.code << ": " << r.err.substr(0, 300);
-      }
-      if (r.code == 2) {
-        EXPECT_EQ(r.err.rfind("bo-doctor: error: ", 0), 0u) << r.err.substr(0, 300);
-        EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "not one line: " << r.err.substr(0, 300);
-        EXPECT_LT(r.err.size(), 1000u);
-      }
-      EXPECT_FALSE(has_control(r.out)) << r.out.substr(0, 300);
-      EXPECT_FALSE(has_control(r.err)) << r.err.substr(0, 300);
-      if (h.name == "header_only_no_calls" && cmd_s == "analyze") {
-        EXPECT_NE(r.out.find("no calls recorded"), std::string::npos) << r.out;
-      }
-    }
-    fs::remove(p);
+  const Hostile h = hostile_traces().at(GetParam());
+  fs::path p = dir_ / (h.name + ".jsonl");
+  {
+    std::string text = h.make();
+    std::ofstream(p, std::ios::binary) << text;
   }
-  std::printf("hostile traces: %zu (analyze refused %d, judged %d)\n", traces.size(), refused,
-              judged);
+  // The text report (the default), markdown (also read in terminals and CI logs) and the
+  // skeleton, whose model.json goes to stdout.
+  const std::vector<std::pair<std::string, std::string>> runs = {
+      {"analyze", ""}, {"analyze", " --format markdown"}, {"skeleton", ""}};
+  for (auto& [cmd, extra] : runs) {
+    SCOPED_TRACE(cmd + extra);
+    auto r = testing::run_shell(dir_, "sh -c " + quote(limits + quote(BOD_BINARY) + " " + cmd +
+                                                       " " + quote(p.string()) + extra));
+    if (cmd == "analyze") {
+      EXPECT_NE(std::find(h.analyze_codes.begin(), h.analyze_codes.end(), r.code),
+                h.analyze_codes.end())
+          << "exit " << r.code << ": " << r.err.substr(0, 300);
+    } else {
+      EXPECT_TRUE(r.code == 0 || r.code == 2) << "exit " << r.code << ": " << r.err.substr(0, 300);
+    }
+    if (r.code == 2) {
+      EXPECT_EQ(r.err.rfind("bo-doctor: error: ", 0), 0u) << r.err.substr(0, 300);
+      EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "not one line: " << r.err.substr(0, 300);
+      EXPECT_LT(r.err.size(), 1000u);
+    }
+    EXPECT_FALSE(has_control(r.out)) << r.out.substr(0, 300);
+    EXPECT_FALSE(has_control(r.err)) << r.err.substr(0, 300);
+    if (h.name == "header_only_no_calls" && cmd == "analyze" && extra.empty()) {
+      EXPECT_NE(r.out.find("no calls recorded"), std::string::npos) << r.out;
+    }
+  }
+  fs::remove(p);
 }
+
+INSTANTIATE_TEST_SUITE_P(Traces, HostileTraceAudit,
+                         ::testing::Range<size_t>(0, hostile_traces().size()),
+                         [](const ::testing::TestParamInfo<size_t>& info) {
+                           std::string n = hostile_traces().at(info.param).name;
+                           for (char& c : n)
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return n;
+                         });
 
 }  // namespace
 }  // namespace bod

@@ -10,8 +10,9 @@ namespace bod {
 
 constexpr size_t kMaxExcerpt = 200;  // characters of input quoted in one error message
 
-// Input quoted in an error line, safe to print: control characters escaped (\n, \t, \r,
-// \x1b, ...), bytes that are not UTF-8 as \xNN, capped at `max` characters ("..." marks a cut,
+// Input quoted in an error line, safe to print by printable()'s rule (core/printable.h: control
+// characters as \n, \t, \r, \x1b, ..., C1 controls and bidi overrides as \u{NNNN}, bytes that
+// are not UTF-8 as \xNN), capped at `max` characters ("..." marks a cut,
 // never inside a character).
 std::string excerpt(std::string_view s, size_t max = kMaxExcerpt);
 

@@ -35,37 +35,37 @@ bool control(uint32_t cp) {
 
 }  // namespace
 
+size_t append_printable(std::string_view s, size_t i, std::string& out) {
+  char buf[16];
+  uint32_t cp = 0;
+  size_t n = utf8_at(s, i, cp);
+  if (n > 0 && !control(cp)) {
+    out.append(s.substr(i, n));
+    return n;
+  }
+  if (n == 0 || n == 1) {  // a stray byte, or an ASCII control
+    auto c = static_cast<unsigned char>(s[i]);
+    if (n == 1 && c == '\n')
+      out += "\\n";
+    else if (n == 1 && c == '\t')
+      out += "\\t";
+    else if (n == 1 && c == '\r')
+      out += "\\r";
+    else {
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    }
+    return 1;
+  }
+  std::snprintf(buf, sizeof buf, "\\u{%04x}", static_cast<unsigned>(cp));
+  out += buf;
+  return n;
+}
+
 std::string printable(std::string_view s) {
   std::string out;
   out.reserve(s.size());
-  char buf[16];
-  for (size_t i = 0; i < s.size();) {
-    uint32_t cp = 0;
-    size_t n = utf8_at(s, i, cp);
-    if (n > 0 && !control(cp)) {
-      out.append(s.substr(i, n));
-      i += n;
-      continue;
-    }
-    if (n == 0 || n == 1) {  // a stray byte, or an ASCII control
-      auto c = static_cast<unsigned char>(s[i]);
-      if (n == 1 && c == '\n')
-        out += "\\n";
-      else if (n == 1 && c == '\t')
-        out += "\\t";
-      else if (n == 1 && c == '\r')
-        out += "\\r";
-      else {
-        std::snprintf(buf, sizeof buf, "\\x%02x", c);
-        out += buf;
-      }
-      i += 1;
-    } else {
-      std::snprintf(buf, sizeof buf, "\\u{%04x}", static_cast<unsigned>(cp));
-      out += buf;
-      i += n;
-    }
-  }
+  for (size_t i = 0; i < s.size();) i += append_printable(s, i, out);
   return out;
 }
 
