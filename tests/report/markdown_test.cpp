@@ -57,7 +57,9 @@ TEST(MarkdownReuseBlock, WithReuseIsNotSlowerThanWithoutOnCleanFixtures) {
         << r.out;
     ASSERT_TRUE(std::regex_search(r.out, after, std::regex("time after:  ([0-9.]+) ms per call")))
         << r.out;
-    EXPECT_LE(std::stod(after[1]), std::stod(before[1])) << m << "\n" << r.out;
+    // Medians of a few calls on a shared machine (and under the sanitizers) wobble by a few
+    // per cent: "not slower" allows that much noise, not a reuse path that does more work.
+    EXPECT_LE(std::stod(after[1]), std::stod(before[1]) * 1.10) << m << "\n" << r.out;
     EXPECT_NE(r.out.find("First call of each bo_key (BO allocation, first touch), kept apart"),
               std::string::npos);
   }
