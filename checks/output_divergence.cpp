@@ -61,16 +61,30 @@ void run_output_divergence(const Trace& t, FindingSink& sink) {
       // before or at the first token that changed (a prefill call has no token).
       bool tokens_show = changed_at >= 0 && c.token <= changed_at;
       if (o.cosine >= 0.99 && !new_nan && !tokens_show) f.severity = Severity::warning;
-      f.message = std::string("output ") + f.slot_name + " differs from the no-reuse run on " +
-                  (f.first_call_of_key ? "the first call" : "a later call") + " of bo_key '" +
-                  c.bo_key + "' (cosine " + num(o.cosine) + ")";
-      f.evidence = {
-          {"cosine", num(o.cosine)},
-          {"max_abs", num(o.max_abs)},
-          {"max_rel", num(o.max_rel)},
-          {"nan/inf reuse", std::to_string(o.nan_reuse) + "/" + std::to_string(o.inf_reuse)},
-          {"nan/inf no-reuse", std::to_string(o.nan_noreuse) + "/" + std::to_string(o.inf_noreuse)},
-          {"call of key", f.first_call_of_key ? "first" : "later"}};
+      // A hand-managed run (record --xrt --shadow) is compared with its shadow run: the same
+      // kernel on fresh BOs holding the bytes the host meant.
+      f.message = t.header.caps.xrt
+                      ? std::string("output ") + f.slot_name +
+                            " as synced back from the device differs from the shadow run on " +
+                            "fresh BOs holding the host's bytes, on " +
+                            (f.first_call_of_key ? "the first run" : "a later run") +
+                            " of kernel '" + c.kernel + "' (cosine " + num(o.cosine) + ")"
+                      : std::string("output ") + f.slot_name +
+                            " differs from the no-reuse run on " +
+                            (f.first_call_of_key ? "the first call" : "a later call") +
+                            " of bo_key '" + c.bo_key + "' (cosine " + num(o.cosine) + ")";
+      f.evidence = {{"cosine", num(o.cosine)},
+                    {"max_abs", num(o.max_abs)},
+                    {"max_rel", num(o.max_rel)},
+                    {t.header.caps.xrt ? "nan/inf recorded" : "nan/inf reuse",
+                     std::to_string(o.nan_reuse) + "/" + std::to_string(o.inf_reuse)},
+                    {t.header.caps.xrt ? "nan/inf shadow" : "nan/inf no-reuse",
+                     std::to_string(o.nan_noreuse) + "/" + std::to_string(o.inf_noreuse)},
+                    {"call of key", f.first_call_of_key ? "first" : "later"}};
+      if (t.header.caps.xrt)
+        f.severity_basis =
+            "an output the program synced back from the device differs from the shadow run's "
+            "(the same kernel on fresh BOs holding the bytes the host meant)";
       if (tokens_show && o.cosine >= 0.99 && !new_nan)
         f.evidence.push_back({"severity", "error: " + changed + ", at or after this call"});
       sink.add(std::move(f));

@@ -22,10 +22,11 @@ class RecordXrtPython : public testing::ScratchDirTest {
            quote(std::string(BOD_FIXTURES_DIR) + "/../tests/recorder/standin/run_q4nx.py") +
            " --bug " + bug;
   }
-  nlohmann::json record(const std::string& bug, testing::Proc* rec_out) {
+  nlohmann::json record(const std::string& bug, testing::Proc* rec_out, bool shadow = false) {
     std::string trace = (dir_ / "q4nx.trace.jsonl").string();
-    *rec_out = testing::run_shell(
-        dir_, quote(BOD_BINARY) + " record --xrt -o " + quote(trace) + " -- " + program(bug));
+    *rec_out =
+        testing::run_shell(dir_, quote(BOD_BINARY) + " record --xrt" + (shadow ? " --shadow" : "") +
+                                     " -o " + quote(trace) + " -- " + program(bug));
     EXPECT_EQ(rec_out->code, 0) << rec_out->err;
     testing::Proc an = testing::run_shell(
         dir_, quote(BOD_BINARY) + " analyze --format json --fail-on never " + quote(trace));
@@ -110,6 +111,86 @@ INSTANTIATE_TEST_SUITE_P(
         if (c == '-') c = '_';
       return n;
     });
+
+// record --xrt --shadow: every run is re-run on fresh BOs holding what the host meant, and what
+// the program synced back is compared with it. The seeded sync bugs show output divergence at
+// the run where the real device first computed on other bytes, on the output argument (8); the
+// clean decoder and the bugs that are no sync mistake (a read beyond the synced range whose
+// bytes happen to be right, a bare herd the host itself sent) show none. The program's output
+// is the same as without the recorder.
+struct ShadowRow {
+  const char* bug;
+  int first_divergent_call;  // 0: none
+  int diverged_calls;
+  const char* other_check;  // the finding without --shadow, still there ("" none)
+};
+
+class RecordXrtShadow : public RecordXrtPython, public ::testing::WithParamInterface<ShadowRow> {};
+
+TEST_P(RecordXrtShadow, DivergenceAtTheRightRun) {
+  const ShadowRow& row = GetParam();
+  testing::Proc rec;
+  auto r = record(row.bug, &rec, true);
+  ASSERT_TRUE(r.contains("findings")) << r.dump(1);
+  EXPECT_NE(rec.err.find("shadowed 12 of 12 run(s)"), std::string::npos) << rec.err;
+  testing::Proc plain = testing::run_shell(dir_, program(row.bug));
+  EXPECT_EQ(rec.out, plain.out);  // invisible: the program computes what it computes alone
+  EXPECT_EQ(rec.code, plain.code);
+  std::vector<int> diverged;
+  std::string other;
+  for (auto& f : r["findings"]) {
+    if (f["check"] == "output-divergence") {
+      EXPECT_EQ(f["slot"], 8) << f.dump();
+      diverged.push_back(f["call"].get<int>());
+    } else {
+      other = f["check"].get<std::string>();
+    }
+  }
+  // One finding at the first divergent run ("seen on N calls"); the count is the key table's.
+  EXPECT_EQ(diverged.size(), row.diverged_calls ? 1u : 0u) << r["findings"].dump(1);
+  if (row.first_divergent_call) {
+    ASSERT_FALSE(diverged.empty());
+    EXPECT_EQ(diverged.front(), row.first_divergent_call);
+  }
+  EXPECT_EQ(other, row.other_check);
+  // The first-run vs later-run table: one kernel, 12 runs, every one shadowed.
+  ASSERT_TRUE(r.contains("keys")) << r.dump(1);
+  auto& k = r["keys"][0];
+  EXPECT_EQ(k["calls"], 12);
+  EXPECT_EQ(k["shadowed_calls"], 12);
+  EXPECT_EQ(k["first_call_diverged"], false);
+  EXPECT_EQ(k["later_calls_diverged"], row.diverged_calls) << k;
+  EXPECT_EQ(k["first_bad_later_call"], row.first_divergent_call) << k;
+  EXPECT_EQ(r["coverage"]["shadowed_calls"], 12);
+}
+
+INSTANTIATE_TEST_SUITE_P(Q4nx, RecordXrtShadow,
+                         ::testing::Values(ShadowRow{"none", 0, 0, ""},
+                                           ShadowRow{"lut-unsynced", 5, 2, "unsynced-write"},
+                                           ShadowRow{"dirty-flag", 7, 6, "unsynced-write"},
+                                           ShadowRow{"short-sync", 2, 3, "unsynced-write"},
+                                           ShadowRow{"readback-beyond", 0, 0, "unsynced-read"},
+                                           ShadowRow{"bare-herd", 0, 0, "unwritten-output"}),
+                         [](const auto& i) {
+                           std::string n = i.param.bug;
+                           for (auto& c : n)
+                             if (c == '-') c = '_';
+                           return n;
+                         });
+
+// Without --shadow an XRT recording has no no-reuse capability: analyze says divergence was not
+// measured rather than printing a cosine nobody measured.
+TEST_F(RecordXrtPython, WithoutShadowNoDivergenceIsClaimed) {
+  testing::Proc rec;
+  auto r = record("dirty-flag", &rec);
+  EXPECT_FALSE(r.contains("keys")) << r.dump(1);
+  for (auto& f : r["findings"]) EXPECT_NE(f["check"], "output-divergence") << f.dump();
+  bool listed = false;
+  for (auto& g : r["not_run"])
+    listed = listed || (g["check"] == "output-divergence" && g["missing"] == "no_reuse");
+  EXPECT_TRUE(listed) << r["not_run"];
+  EXPECT_EQ(rec.err.find("shadowed"), std::string::npos) << rec.err;
+}
 
 }  // namespace
 }  // namespace bod

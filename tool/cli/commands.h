@@ -85,6 +85,9 @@ CommandResult cmd_record(const RecordOptions& o);
 using SpawnFn = Result<int> (*)(const RecordOptions& o, const std::vector<std::string>& extra_env);
 CommandResult cmd_record_xrt(const RecordOptions& o, const std::string& out, SpawnFn spawn);
 
+// libbod_hash.so for the Python recorders (KernelCache and record --xrt's pyxrt wrapper).
+std::string record_hash_library();
+
 // Parses argv and runs the command; the whole CLI, minus process concerns.
 CommandResult run_cli(int argc, char** argv);
 

@@ -42,9 +42,11 @@ std::string recorder_dir() {
   return BOD_RECORDER_DIR;
 }
 
+}  // namespace
+
 // libbod_hash.so, the recorder's hashing (bo-doctor's own XXH3, tool/recorder/native): the one
 // BOD_RECORD_HASHLIB names, else the one next to this executable, else the build's.
-std::string hash_library() {
+std::string record_hash_library() {
   if (const char* d = std::getenv("BOD_RECORD_HASHLIB"); d && *d) return d;
   std::error_code ec;
   fs::path self = fs::read_symlink("/proc/self/exe", ec);
@@ -54,6 +56,8 @@ std::string hash_library() {
   }
   return BOD_HASHLIB_PATH;
 }
+
+namespace {
 
 // The child's environment: ours plus the recorder's variables (BOD_RECORD_EXACT passes through:
 // docs/recording.md); `extra` (record --xrt) replaces the recorder's variables.
@@ -68,6 +72,7 @@ std::vector<std::string> child_env(const RecordOptions& o, const std::string& sp
       continue;
     }
     if (kv.rfind("BOD_RECORD_", 0) == 0 && kv.rfind("BOD_RECORD_EXACT=", 0) != 0) continue;
+    if (kv.rfind("BOD_XRT_SHADOW=", 0) == 0) continue;  // only record --xrt --shadow sets it
     env.push_back(kv);
   }
   if (!extra.empty()) {  // record --xrt: its own variables (record_xrt.cpp), no spool
@@ -80,7 +85,7 @@ std::vector<std::string> child_env(const RecordOptions& o, const std::string& sp
   }
   env.push_back("PYTHONPATH=" + pythonpath);
   env.push_back("BOD_RECORD_SPOOL=" + spool);
-  env.push_back("BOD_RECORD_HASHLIB=" + hash_library());
+  env.push_back("BOD_RECORD_HASHLIB=" + record_hash_library());
   if (o.shadow)
     env.push_back(o.shadow_mode == "all" ? "BOD_RECORD_SHADOW=all" : "BOD_RECORD_SHADOW=1");
   if (!o.target.empty()) env.push_back("BOD_RECORD_TARGET=" + o.target);

@@ -10,6 +10,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "cli/commands.h"
@@ -48,13 +49,37 @@ std::string recorder_dir() {
   return env_or("BOD_RECORDER_DIR", BOD_RECORDER_DIR);
 }
 
+// A Python interpreter, or a script whose #! line names one: the programs whose pure-Python
+// pyxrt the module-level wrapper can shadow (the preload library does not re-run kernels).
+bool python_program(const std::string& cmd) {
+  fs::path p = cmd;
+  if (cmd.find('/') == std::string::npos)
+    if (const char* path = std::getenv("PATH"))
+      for (std::string rest = path; !rest.empty();) {
+        std::string d = rest.substr(0, rest.find(':'));
+        rest = rest.find(':') == std::string::npos ? "" : rest.substr(rest.find(':') + 1);
+        std::error_code ec;
+        if (!d.empty() && fs::exists(fs::path(d) / cmd, ec)) {
+          p = fs::path(d) / cmd;
+          break;
+        }
+      }
+  if (p.filename().string().rfind("python", 0) == 0) return true;
+  std::ifstream in(p, std::ios::binary);
+  std::string first;
+  if (!in || !std::getline(in, first) || first.rfind("#!", 0) != 0) return false;
+  return first.find("python") != std::string::npos;
+}
+
 }  // namespace
 
 CommandResult cmd_record_xrt(const RecordOptions& o, const std::string& out, SpawnFn spawn) {
-  if (o.shadow)
+  if (o.shadow && !python_program(o.command[0]))
     return fail(Error{"--shadow",
-                      "not available with --xrt yet: a hand-managed engine's runs are recorded "
-                      "and checked, not re-run (docs/recording.md)",
+                      "with --xrt, shadow runs cover Python programs on a pure-Python pyxrt "
+                      "only; " +
+                          o.command[0] +
+                          " is not a Python program (record it without --shadow; docs/xrt.md)",
                       Exit::bad_input});
   if (!o.target.empty() || o.labels != "auto")
     return fail(Error{!o.target.empty() ? "--target" : "--labels",
@@ -78,6 +103,8 @@ CommandResult cmd_record_xrt(const RecordOptions& o, const std::string& out, Spa
   env.push_back("PYTHONPATH=" + pythonpath);
   env.push_back("BOD_XRT_LOG=" + logs.string());
   env.push_back("BOD_XRT_RECORDER_DIR=" + recorder_dir());
+  env.push_back("BOD_RECORD_HASHLIB=" + record_hash_library());
+  if (o.shadow) env.push_back("BOD_XRT_SHADOW=1");
   if (!preload.empty()) {
     const char* old = std::getenv("LD_PRELOAD");
     env.push_back("LD_PRELOAD=" + preload + (old && *old ? ":" + std::string(old) : ""));
@@ -110,6 +137,16 @@ CommandResult cmd_record_xrt(const RecordOptions& o, const std::string& out, Spa
       << " at the XRT boundary to " << out << " (" << text.str().size() / 1024 << " KiB, "
       << sum.processes << " process(es)" << (sum.torn ? ", last event cut off" : "")
       << "); the program exited " << rc.value() << ". Next: bo-doctor analyze " << out << "\n";
+  if (o.shadow)
+    msg << "bo-doctor: shadowed " << sum.shadowed << " of " << sum.runs << " run(s)"
+        << (sum.shadow_failed ? "; " + std::to_string(sum.shadow_failed) +
+                                    " shadow run(s) failed, the first: " + sum.shadow_error
+                              : std::string())
+        << (sum.not_shadowed ? "; " + std::to_string(sum.not_shadowed) +
+                                   " run(s) were recorded by the preload library, which does not "
+                                   "re-run kernels: the trace has no shadow comparison"
+                             : std::string())
+        << "\n";
   if (sum.processes == 0 || sum.events == 0)
     msg << "bo-doctor: no XRT call was seen: the program made none, or its pyxrt is neither "
            "libxrt-backed nor a pure-Python module\n";

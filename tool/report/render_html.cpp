@@ -290,7 +290,7 @@ std::string render_html(const Report& r) {
     for (auto& c : r.trace->calls) {
       std::string acts;
       for (auto& s : c.slots) {
-        acts += action(c, s, r.ran);
+        acts += action(c, s, r.engine_figures);
         if (s.diff_bytes) marks.push_back({c.number, s.slot, "diverged"});
       }
       cols = std::max(cols, c.slots.size());

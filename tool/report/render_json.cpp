@@ -166,8 +166,10 @@ std::string render_json(const Report& r) {
     if (r.coverage.shadowed >= 0)  // a recording: the calls each key had compared
       for (size_t i = 0; i < r.keys.size(); ++i) keys[i]["shadowed_calls"] = r.keys[i].shadowed;
     j["keys"] = keys;
-    j["figures"] = {{"reuse", engine_json(run.reuse, r.timings)}};
-    if (r.coverage.no_reuse) j["figures"]["no_reuse"] = engine_json(run.noreuse, r.timings);
+    if (r.engine_figures) {
+      j["figures"] = {{"reuse", engine_json(run.reuse, r.timings)}};
+      if (r.coverage.no_reuse) j["figures"]["no_reuse"] = engine_json(run.noreuse, r.timings);
+    }
     if (!r.coverage.complete())
       j["coverage"] = {{"checks", r.coverage.checks},
                        {"ran", r.coverage.ran},

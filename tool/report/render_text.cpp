@@ -158,28 +158,30 @@ std::string render_text(const Report& r) {
       if (partial) o << "  " << std::setw(8) << k.shadowed;
       o << "\n";
     }
-    auto per = [&](const EngineFigures& e) {
-      return e.calls ? static_cast<double>(e.h2d_bytes) / static_cast<double>(e.calls) : 0.0;
-    };
-    // Without a no-reuse engine there is no second column: not 0, not a copy of the first.
-    bool both = r.coverage.no_reuse;
-    auto row = [&](const char* name, double a, double b) {
-      o << name << fmt("%14.0f", a) << (both ? fmt("     %14.0f", b) : std::string()) << "\n";
-    };
-    o << "\nengine figures            with reuse" << (both ? "      without reuse" : "") << "\n";
-    row("  host->device bytes    ", double(run.reuse.h2d_bytes), double(run.noreuse.h2d_bytes));
-    row("  bytes per call        ", per(run.reuse), per(run.noreuse));
-    row("  BO writes             ", double(run.reuse.writes), double(run.noreuse.writes));
-    if (r.timings) {
-      auto t = [&](const char* name, double a, double b) {
-        o << "  " << name << fmt("%14.2f ms", a * 1e3) << fmt("  %14.2f ms\n", b * 1e3);
+    if (r.engine_figures) {  // an XRT recording's shadow runs have no reuse engine figures
+      auto per = [&](const EngineFigures& e) {
+        return e.calls ? static_cast<double>(e.h2d_bytes) / static_cast<double>(e.calls) : 0.0;
       };
-      t("write time          ", run.reuse.write_s, run.noreuse.write_s);
-      t("dispatch time       ", run.reuse.dispatch_s, run.noreuse.dispatch_s);
-      t("read time           ", run.reuse.read_s, run.noreuse.read_s);
-      t("engine wall time    ", run.reuse.wall_s(), run.noreuse.wall_s());
-      t("steady call median  ", run.reuse.steady_median_s, run.noreuse.steady_median_s);
-      t("first calls of keys ", run.reuse.first_calls_s, run.noreuse.first_calls_s);
+      // Without a no-reuse engine there is no second column: not 0, not a copy of the first.
+      bool both = r.coverage.no_reuse;
+      auto row = [&](const char* name, double a, double b) {
+        o << name << fmt("%14.0f", a) << (both ? fmt("     %14.0f", b) : std::string()) << "\n";
+      };
+      o << "\nengine figures            with reuse" << (both ? "      without reuse" : "") << "\n";
+      row("  host->device bytes    ", double(run.reuse.h2d_bytes), double(run.noreuse.h2d_bytes));
+      row("  bytes per call        ", per(run.reuse), per(run.noreuse));
+      row("  BO writes             ", double(run.reuse.writes), double(run.noreuse.writes));
+      if (r.timings) {
+        auto t = [&](const char* name, double a, double b) {
+          o << "  " << name << fmt("%14.2f ms", a * 1e3) << fmt("  %14.2f ms\n", b * 1e3);
+        };
+        t("write time          ", run.reuse.write_s, run.noreuse.write_s);
+        t("dispatch time       ", run.reuse.dispatch_s, run.noreuse.dispatch_s);
+        t("read time           ", run.reuse.read_s, run.noreuse.read_s);
+        t("engine wall time    ", run.reuse.wall_s(), run.noreuse.wall_s());
+        t("steady call median  ", run.reuse.steady_median_s, run.noreuse.steady_median_s);
+        t("first calls of keys ", run.reuse.first_calls_s, run.noreuse.first_calls_s);
+      }
     }
   }
   if (!r.xrt_reuse.empty()) {

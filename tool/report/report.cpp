@@ -138,7 +138,8 @@ Report build_report(const std::string& command, const Trace& t, bool timings,
   r.calls = t.calls.size();
   r.no_calls = command == "analyze" && t.calls.empty();
   r.timings = timings && t.timings;
-  r.ran = t.header.caps.run;
+  r.ran = t.header.caps.run || (t.header.caps.xrt && t.header.caps.no_reuse);
+  r.engine_figures = t.header.caps.run;
   r.verified = t.header.caps.verify;
   r.probed = t.header.caps.probe;
   FindingSink sink;
@@ -182,7 +183,7 @@ Report build_report(const std::string& command, const Trace& t, bool timings,
   for (auto& e : check_registry()) r.coverage.checks += check_applies(*e.info, t.header.caps);
   r.coverage.ran = r.coverage.checks - static_cast<int>(r.gaps.size());
   r.coverage.no_reuse = t.header.caps.no_reuse;
-  if (t.header.caps.no_reuse && t.header.backend == "recorded") {
+  if (t.header.caps.no_reuse && (t.header.backend == "recorded" || t.header.caps.xrt)) {
     r.coverage.calls = static_cast<long>(t.calls.size());
     r.coverage.shadowed = 0;
     for (auto& c : t.calls) r.coverage.shadowed += c.shadowed();

@@ -73,7 +73,10 @@ struct Report {
   // analyze of a trace without a single call: nothing was checked, so it fails ("no calls
   // recorded": a program that never reached the engine, or a recorder that did not start).
   bool no_calls = false;
-  bool ran = false;       // the trace holds a run: key table, figures
+  bool ran = false;  // the trace holds a run: key table, figures
+  // The engines' figures (h2d bytes, BO writes): a run of the reuse engine. A recording at the
+  // XRT boundary with shadow runs (record --xrt --shadow) has the key table and none.
+  bool engine_figures = false;
   bool verified = false;  // ... and the end-to-end comparison
   bool probed = false;    // ... and probe runs: probe coverage
   std::vector<KeyRow> keys;

@@ -45,7 +45,7 @@ Status no_read(Cursor&, const rjson&, TraceHeader&, ReadCtx&) {
   return ok_status();  // "trace" and "version" are read first, by the line reader
 }
 
-// no_reuse and probe need run, byte_diffs needs no_reuse.
+// no_reuse needs run or xrt, probe needs run, byte_diffs needs no_reuse.
 Status caps_need(Cursor& c, const rjson&, Capabilities& caps, ReadCtx&);
 Status kernel_slots_limit(Cursor& c, const rjson& v, KernelInfo&, ReadCtx& st) {
   return slot_limit(c, v, st, "kernel");
@@ -102,8 +102,9 @@ Status caps_need(Cursor& c, const rjson&, Capabilities& caps, ReadCtx&) {
     const char* why;
   };
   for (const Need& n :
-       {Need{caps.no_reuse, "no_reuse", caps.run, "run",
-             "no-reuse results are compared with the reuse engine's"},
+       {Need{caps.no_reuse, "no_reuse", caps.run || caps.xrt, "run\" or \"xrt",
+             "no-reuse results are compared with the reuse engine's, or with the recorded "
+             "runs'"},
         Need{caps.byte_diffs, "byte_diffs", caps.no_reuse, "no_reuse",
              "byte diffs compare the two engines' slots"},
         Need{caps.probe, "probe", caps.run, "run", "probes are runs of the reuse engine"}})
@@ -122,8 +123,8 @@ const Record<Capabilities>& caps_record() {
           "capabilities",
           false,
           "an object",
-          "what the trace carries beyond the calls' identities; no_reuse needs run, byte_diffs "
-          "needs no_reuse, probe needs run",
+          "what the trace carries beyond the calls' identities; no_reuse needs run (or xrt: "
+          "record --xrt --shadow), byte_diffs needs no_reuse, probe needs run",
           {
               f<R, &R::run, Bool>("run", "the reuse engine ran: placements, writes, BO hashes"),
               f<R, &R::no_reuse, Bool>("no_reuse", "each call also ran on the no-reuse engine"),

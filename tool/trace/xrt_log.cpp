@@ -75,6 +75,7 @@ struct Replay {
   std::map<long long, std::set<int>> flying;  // root -> started calls not waited for
   size_t line = 0;
   size_t first_call = 0;
+  bool shadows = false;  // this process's recorder re-runs every run on fresh BOs (--shadow)
 
   Error err(const std::string& what) const {
     return Error{name + ":" + std::to_string(line), what};
@@ -140,8 +141,11 @@ struct Replay {
         t.header.host_emulated = producer == "xrt-wrap" && computes;
         t.header.npu_launched = producer == "xrt-preload" && computes;
       }
+      shadows = j.value("shadow", false);
       return ok_status();
     }
+    if (e == "shadow") return shadow(j);
+    if (e == "shadow_out") return shadow_out(j);
     if (e == "kernel") {
       kernels[j.value("k", 0LL)] = j.value("name", "");
       return ok_status();
@@ -366,6 +370,64 @@ struct Replay {
     }
     run_call[added.xrt.run] = added.number;
     sum.runs++;
+    if (!shadows) sum.not_shadowed++;
+    return ok_status();
+  }
+
+  // The shadow run of a run (record --xrt --shadow): its fresh BOs' hashes before and after, or
+  // why it was not made.
+  Status shadow(const json& j) {
+    auto it = run_call.find(j.value("run", 0LL));
+    if (it == run_call.end()) return ok_status();
+    if (j.contains("error")) {
+      if (!sum.shadow_failed++) sum.shadow_error = j.value("error", "");
+      return ok_status();
+    }
+    TraceCall& c = call(it->second);
+    if (j.contains("bos") && j["bos"].is_array())
+      for (auto& x : j["bos"]) {
+        if (!x.is_array() || x.size() != 3) continue;
+        auto b = bos.find(x[0].get<long long>());
+        if (b == bos.end()) continue;
+        slots_of(c.number, b->second.root, [&](TraceSlot& s) {
+          s.noreuse_pre = x[1].get<uint64_t>();
+          s.noreuse_post = x[2].get<uint64_t>();
+        });
+      }
+    t.noreuse.calls++;
+    t.noreuse.h2d_bytes += j.value("h2d", 0ULL);
+    t.noreuse.writes += j.value("writes", 0L);
+    sum.shadowed++;
+    return ok_status();
+  }
+
+  // A run's output bytes, as the program synced them back from the device, against the shadow
+  // run's bytes of the same ranges: one `outputs` entry for the first slot bound to the BO.
+  Status shadow_out(const json& j) {
+    auto it = run_call.find(j.value("run", 0LL));
+    const Bo* b = bo(j);
+    if (it == run_call.end() || !b) return ok_status();
+    TraceCall& c = call(it->second);
+    for (auto& s : c.slots) {
+      if (!s.xrt->is_bo || s.xrt->bo != b->root) continue;
+      OutputMetrics o;
+      o.slot = s.slot;
+      o.bit_exact = j.value("bit_exact", true);
+      o.cosine = j.value("cosine", 1.0);
+      o.max_abs = j.value("max_abs", 0.0);
+      o.max_rel = j.value("max_rel", 0.0);
+      o.elements = j.value("elements", 0LL);
+      auto pair = [&](const char* k, long long& real, long long& shadow) {
+        if (j.contains(k) && j[k].is_array() && j[k].size() == 2) {
+          real = j[k][0].get<long long>();
+          shadow = j[k][1].get<long long>();
+        }
+      };
+      pair("nan", o.nan_reuse, o.nan_noreuse);
+      pair("inf", o.inf_reuse, o.inf_noreuse);
+      c.outputs_cmp.push_back(o);
+      break;
+    }
     return ok_status();
   }
 
@@ -445,6 +507,15 @@ Result<Trace> trace_from_xrt_logs(const std::string& dir, const std::string& com
     if (c.path.empty()) c.path = program + " (run " + std::to_string(c.xrt.run) + ")";
   if (t.header.producer.empty()) t.header.producer = "bo-doctor record --xrt";
   if (t.header.backend.empty()) t.header.backend = "xrt";
+  // Shadow runs stand for the no-reuse engine only when every run had its chance at one.
+  t.header.caps.no_reuse = summary.runs > 0 && summary.not_shadowed == 0;
+  if (!t.header.caps.no_reuse) {
+    for (auto& c : t.calls) {
+      c.outputs_cmp.clear();
+      for (auto& s : c.slots) s.noreuse_pre = s.noreuse_post = 0;
+    }
+    t.noreuse = {};
+  }
   number_bos(t);
   return t;
 }

@@ -18,6 +18,11 @@ namespace bod {
 struct XrtLogSummary {
   size_t runs = 0, bos = 0, events = 0, processes = 0;
   bool torn = false;  // a process's last line was cut off (it died mid-write) and dropped
+  // record --xrt --shadow: runs re-run on fresh BOs by a recorder that can (the Python wrapper),
+  // shadow runs that failed (the first error), and runs of processes whose recorder does not
+  // shadow (the preload library: a C++ host or a libxrt-backed pyxrt).
+  size_t shadowed = 0, shadow_failed = 0, not_shadowed = 0;
+  std::string shadow_error;
 };
 
 // One process's events; `name` starts error messages ("FILE:LINE: ..."). Calls are appended to

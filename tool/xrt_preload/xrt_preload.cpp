@@ -15,6 +15,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -43,6 +44,22 @@ void* real(const char* mangled) {
   (void)0
 
 using Range = std::pair<uint64_t, uint64_t>;  // offset, length
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the trace hash lists chunk hashes LE");
+
+// The trace hash of n bytes (docs/trace-format.md §8), the value bod::hash_bytes and the Python
+// recorders (libbod_hash.so) give: XXH3-64 up to 64 KiB, above that the XXH3-64 of the 64 KiB
+// chunks' XXH3-64s, 8 little-endian bytes each. This library links nothing of bo-doctor.
+uint64_t trace_hash(const void* data, size_t n) {
+  constexpr size_t kChunk = size_t(64) << 10;
+  if (n <= kChunk) return XXH3_64bits(data, n);
+  const auto* p = static_cast<const uint8_t*>(data);
+  std::vector<uint64_t> h;
+  h.reserve((n + kChunk - 1) / kChunk);
+  for (size_t off = 0; off < n; off += kChunk)
+    h.push_back(XXH3_64bits(p + off, std::min(kChunk, n - off)));
+  return XXH3_64bits(h.data(), h.size() * sizeof(uint64_t));
+}
 
 struct BoState {
   long long id = 0;
@@ -273,7 +290,7 @@ void xrt::bo::write(const void* src, size_t size, size_t seek) {
     std::memcpy(b.seen.data() + seek, b.map + seek, std::min<uint64_t>(size, b.size - seek));
   L.line("{\"e\":\"host\",\"bo\":" + std::to_string(b.id) + ",\"how\":\"write\",\"r\":[[" +
          std::to_string(seek) + "," + std::to_string(size) +
-         "]],\"h\":" + std::to_string(XXH3_64bits(src, size)) + "}");
+         "]],\"h\":" + std::to_string(trace_hash(src, size)) + "}");
 }
 
 void xrt::bo::read(void* dst, size_t size, size_t skip) {
@@ -292,7 +309,7 @@ void xrt::bo::read(void* dst, size_t size, size_t skip) {
   // Logged once the bytes are in: their hash is what the program got.
   std::lock_guard<std::mutex> l(L.mu);
   L.line("{\"e\":\"read\",\"bo\":" + std::to_string(id) + ",\"off\":" + std::to_string(skip) +
-         ",\"len\":" + std::to_string(size) + ",\"h\":" + std::to_string(XXH3_64bits(dst, size)) +
+         ",\"len\":" + std::to_string(size) + ",\"h\":" + std::to_string(trace_hash(dst, size)) +
          "}");
 }
 

@@ -97,6 +97,78 @@ class XrtWrapTest(unittest.TestCase):
         self.assertFalse(xrt_wrap.wrap_module(m))
 
 
+class XrtWrapHash(unittest.TestCase):
+    def test_the_trace_hash(self):
+        """Writes and reads carry the trace hash (docs/trace-format.md §8, libbod_hash.so), the
+        value the preload library gives for the same bytes (XrtPreload.SameHashAsPythonWrapper)."""
+        from bo_doctor import _hashing
+        self.assertEqual(xrt_wrap._hash(b""), 0x2d06800538d394c2)
+        self.assertEqual(xrt_wrap._hash(bytes(16)), 0xd0a66a65c7528968)
+        self.assertEqual(xrt_wrap._hash(bytes(65537)), 0x66268c5ee347da5e)  # chunked
+        data = np.random.default_rng(1).standard_normal(40000).astype(np.float32)
+        self.assertEqual(xrt_wrap._hash(data), _hashing.digest(data.tobytes()))
+        self.assertEqual(xrt_wrap._hash(memoryview(data.tobytes())[::2]),
+                         _hashing.digest(data.tobytes()[::2]))  # not contiguous: copied
+
+
+def _run_q4nx(bug, d=None, shadow=False):
+    prog = os.path.join(ROOT, "tests", "recorder", "standin", "run_q4nx.py")
+    env = dict(os.environ)
+    if d:
+        env.update(BOD_XRT_LOG=d,
+                   BOD_XRT_RECORDER_DIR=os.path.join(ROOT, "tool", "recorder", "python"),
+                   PYTHONPATH=os.path.join(ROOT, "tool", "xrt_preload", "python"))
+    if shadow:
+        env["BOD_XRT_SHADOW"] = "1"
+    return subprocess.run([sys.executable, prog, "--bug", bug], capture_output=True, text=True,
+                          check=True, env=env)
+
+
+def _events(d):
+    (name,) = os.listdir(d)
+    with open(os.path.join(d, name)) as f:
+        return [json.loads(line) for line in f]
+
+
+class XrtWrapShadow(unittest.TestCase):
+    def test_shadow_is_invisible(self):
+        """With BOD_XRT_SHADOW=1 the program prints the same, and its own BOs see exactly the
+        calls they see without the shadow: the fresh BOs are the shadow's own, never logged."""
+        for bug in ("none", "dirty-flag"):
+            with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
+                plain = _run_q4nx(bug, a)
+                shadowed = _run_q4nx(bug, b, shadow=True)
+                self.assertEqual(plain.stdout, shadowed.stdout)
+                self.assertEqual(shadowed.stderr, "")
+                ea, eb = _events(a), _events(b)
+            keep = lambda ev: [e for e in ev if e["e"] not in ("open", "shadow", "shadow_out")]  # noqa: E731
+            self.assertEqual(keep(ea), keep(eb))
+            self.assertFalse([e for e in ea if e["e"].startswith("shadow")])
+            sh = [e for e in eb if e["e"] == "shadow"]
+            self.assertEqual(len(sh), 12)
+            self.assertFalse([e for e in sh if "error" in e])
+            self.assertEqual(len({e["bo"] for e in eb if e["e"] == "bo"}), 7)
+
+    def test_divergence_where_the_device_computed_on_stale_bytes(self):
+        """What the program synced back from y (BO 7) after each run, against the shadow run:
+        the clean decoder's is bit-exact on every run, the LUT slice not synced at token 2
+        diverges on that token's two runs (5, 6), compared as float32 (the program's view)."""
+        for bug, runs in (("none", []), ("lut-unsynced", [5, 6])):
+            with tempfile.TemporaryDirectory() as d:
+                _run_q4nx(bug, d, shadow=True)
+                out = [e for e in _events(d) if e["e"] == "shadow_out"]
+            self.assertEqual(len(out), 12)
+            self.assertTrue(all(e["bo"] == 7 and e["r"] == [[0, 64]] for e in out), out)
+            self.assertTrue(all(e["dtype"] == "float32" and e["elements"] == 16 for e in out))
+            self.assertEqual([e["run"] for e in out if not e["bit_exact"]], runs)
+            for e in out:
+                if e["bit_exact"]:
+                    self.assertEqual((e["cosine"], e["max_abs"]), (1.0, 0.0))
+                else:
+                    self.assertLess(e["cosine"], 1.0)
+                    self.assertGreater(e["max_abs"], 0.0)
+
+
 class XrtWrapInvisible(unittest.TestCase):
     def test_program_output_unchanged(self):
         prog = os.path.join(ROOT, "tests", "recorder", "standin", "run_q4nx.py")

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cli/commands.h"
+#include "core/hash.h"
 #include "support/scratch.h"
 
 namespace bod {
@@ -84,6 +86,70 @@ TEST_F(XrtPreload, ProgramExitStatusIsKept) {
                              quote((dir_ / "t.jsonl").string()) + " -- " + quote(BOD_XRT_HOST),
                          dir_);
   EXPECT_EQ(rec.code, 2) << rec.err;  // the program's usage error
+}
+
+// The "h" of every write and read event in the log folder `dir`, in order.
+std::vector<std::pair<std::string, uint64_t>> hashes_in(const std::filesystem::path& dir) {
+  std::vector<std::pair<std::string, uint64_t>> out;
+  for (auto& f : std::filesystem::directory_iterator(dir)) {
+    std::ifstream in(f.path());
+    std::string line;
+    while (std::getline(in, line)) {
+      auto j = nlohmann::json::parse(line, nullptr, false);
+      if (j.is_object() && j.contains("h"))
+        out.push_back({j.value("e", ""), j["h"].get<uint64_t>()});
+    }
+  }
+  return out;
+}
+
+// Both XRT recorders hash what a program writes and reads by one rule, the trace hash
+// (docs/trace-format.md §8, bod::hash_bytes): the preload library inline, the Python wrapper
+// through libbod_hash.so. The same bytes (n floats of 0.5, the host program's weights) give the
+// same "h" in both, below and above the 64 KiB chunk.
+TEST_F(XrtPreload, SameHashAsThePythonWrapper) {
+  for (size_t n : {size_t(64), size_t(20000)}) {
+    std::vector<float> w(n, 0.5f);
+    const uint64_t want = hash_bytes(w.data(), n * sizeof(float));
+    std::string tag = std::to_string(n);
+    auto cpp = dir_ / ("cpp" + tag), py = dir_ / ("py" + tag);
+    std::filesystem::create_directory(cpp);
+    std::filesystem::create_directory(py);
+    testing::Proc c =
+        sh("XILINX_XRT=" + quote(BOD_XRT_NOOP_DIR) + " XCL_EMULATION_MODE=noop " +
+               "LD_PRELOAD=" + quote(BOD_XRT_PRELOAD) + " BOD_XRT_LOG=" + quote(cpp.string()) +
+               " " + quote(BOD_XRT_HOST) + " " + quote((dir_ / "k.xclbin").string()) +
+               " --iters 1 --elems " + tag,
+           dir_);
+    ASSERT_EQ(c.code, 0) << c.err;
+    auto ch = hashes_in(cpp);
+    ASSERT_FALSE(ch.empty());
+    EXPECT_EQ(ch.front(), std::make_pair(std::string("host"), want)) << "the weights' bo.write";
+    std::string script =
+        "import numpy as np, pyxrt\n"
+        "b = pyxrt.bo(pyxrt.device(0), " +
+        tag +
+        " * 4, pyxrt.bo.host_only, 3)\n"
+        "b.write(np.full(" +
+        tag +
+        ", 0.5, np.float32).tobytes(), 0)\n"
+        "b.read(" +
+        tag + " * 4, 0)\n";
+    std::ofstream(dir_ / "same_bytes.py") << script;
+    testing::Proc p = sh("PYTHONPATH=" +
+                             quote(std::string(BOD_XRT_PYTHON_DIR) + ":" + BOD_FIXTURES_DIR +
+                                   "/../tests/recorder/standin") +
+                             " BOD_XRT_LOG=" + quote(py.string()) +
+                             " BOD_XRT_RECORDER_DIR=" + quote(BOD_RECORDER_DIR) +
+                             " BOD_RECORD_HASHLIB=" + quote(record_hash_library()) +
+                             " /usr/bin/python3 " + quote((dir_ / "same_bytes.py").string()),
+                         dir_);
+    ASSERT_EQ(p.code, 0) << p.err;
+    auto ph = hashes_in(py);
+    ASSERT_EQ(ph.size(), 2u) << p.err;
+    EXPECT_EQ(ph[0], std::make_pair(std::string("host"), want)) << "bo.write";
+    EXPECT_EQ(ph[1], std::make_pair(std::string("read"), want)) << "bo.read of the same bytes";
+  }
 }
 
 struct Seeded {

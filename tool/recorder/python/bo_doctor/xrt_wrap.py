@@ -11,11 +11,21 @@ read and sync of the BO and at every run start that binds it. Reads through a `m
 seen when the view goes through `numpy.frombuffer` (offset and count give the range); other
 reads of a kept view are invisible. Writes and reads carry a hash of the bytes the program passed
 or got ("h"), so a rewrite of the same bytes and an output that came back unchanged are told
-apart.
+apart; the hash is the trace hash (docs/trace-format.md §8) through libbod_hash.so
+(bo_doctor._hashing), the value the preload library and bo-doctor itself give for the same bytes.
+
+With BOD_XRT_SHADOW=1 (`record --xrt --shadow`) every run is also shadowed: before the real run
+starts, the same kernel runs once more on fresh BOs of its own (made, written and synced through
+the original, unwrapped methods) holding, per BO argument, the bytes a fully-synced program would
+have given the device: the host's bytes where the host changed them, and elsewhere the shadow's
+own device bytes after the BO's previous shadowed run (what only the device wrote: a KV cache
+the kernel appends to). The program's BOs are never synced, written or mapped by it. What the
+program then syncs back from the device after the real run is compared with the shadow's bytes of
+the same ranges (events "shadow" and "shadow_out"; docs/recording.md).
 
 Started by tool/xrt_preload/python/sitecustomize.py when BOD_XRT_LOG names the event folder.
 """
-import hashlib
+import atexit
 import importlib.abc
 import itertools
 import json
@@ -25,9 +35,12 @@ import threading
 import time
 import weakref
 
+from . import _hashing
+
 _GAP = 16  # changes closer than this make one range, as in the preload library
 _MAX_RANGES = 1024
 _HERE = os.path.dirname(os.path.abspath(__file__))
+_TO, _FROM = 0, 1  # XCL_BO_SYNC_BO_TO_DEVICE, XCL_BO_SYNC_BO_FROM_DEVICE
 
 
 class _Log:
@@ -39,7 +52,7 @@ class _Log:
         self.next_run = itertools.count(1)
         self.next_kernel = itertools.count(1)
         self.line({"e": "open", "producer": "xrt-wrap", "pid": os.getpid(),
-                   "device": "standin", "computes": True})
+                   "device": "standin", "computes": True, "shadow": _shadowing})
 
     def line(self, obj):
         self._f.write(json.dumps(obj, separators=(",", ":")) + "\n")
@@ -47,6 +60,8 @@ class _Log:
 
 
 _log = None
+_shadowing = False  # BOD_XRT_SHADOW=1: every run is shadowed (module docstring)
+_orig = {}  # the original pyxrt methods, for the shadow's own BOs and runs
 _np = None
 _frombuffer = None  # numpy's own, for the recorder's comparisons (not logged as reads)
 
@@ -63,10 +78,10 @@ def _where():
 
 
 def _hash(data):
-    """64-bit hash of a buffer's bytes (compared only with this process's own hashes)."""
+    """The trace hash (docs/trace-format.md §8) of a buffer's bytes, through libbod_hash.so: the
+    value the preload library writes for the same bytes."""
     m = memoryview(data)
-    b = m.cast("B") if m.c_contiguous else m.tobytes()
-    return int.from_bytes(hashlib.blake2b(b, digest_size=8).digest(), "little")
+    return _hashing.digest(m if m.c_contiguous else m.tobytes())
 
 
 def _diff(now, seen, off, length):
@@ -88,10 +103,17 @@ def _diff(now, seen, off, length):
 
 
 class _Bo:
-    __slots__ = ("id", "size", "view", "seen")
+    __slots__ = ("id", "size", "view", "seen", "ctor", "img", "run", "since", "pending", "dtype")
 
     def __init__(self, bid, size):
         self.id, self.size, self.view, self.seen = bid, size, None, None
+        # The shadow (BOD_XRT_SHADOW): the constructor's arguments, for its fresh BOs; what a
+        # fully-synced device would hold (None until a run binds the BO); the last shadowed run
+        # that bound it, the ranges the host changed since, the ranges synced back since with
+        # the device's and the shadow's bytes ({(off, len): (real, shadow)}), and the dtype of
+        # the program's last np.frombuffer view of its map() (how outputs are compared).
+        self.ctor, self.img, self.run, self.since, self.pending, self.dtype = \
+            None, None, 0, [], {}, None
 
 
 _bos = weakref.WeakKeyDictionary()  # bo object -> _Bo
@@ -126,7 +148,22 @@ def _look(s):
         return
     for off, n in r:
         s.seen[off:off + n] = s.view[off:off + n]
+        _host_changed(s, off, s.view[off:off + n])
     _log.line({"e": "host", "bo": s.id, "how": "map", "r": r, "at": _where()})
+
+
+def _host_changed(s, off, data):
+    """The shadow: bytes the host put at off now stand for what a synced device would hold."""
+    if s.img is None:
+        return
+    m = memoryview(data).cast("B") if memoryview(data).c_contiguous else \
+        memoryview(memoryview(data).tobytes())
+    end = min(s.size, off + m.nbytes)
+    if end <= off:
+        return
+    s.img[off:end] = m[:end - off]
+    if s.run:
+        s.since.append((off, end - off))
 
 
 def _wrap_bo(cls):
@@ -136,6 +173,8 @@ def _wrap_bo(cls):
         init_o(self, *a, **k)
         with _log.lock:
             s = _new_bo(self, int(self.size()))
+            if _shadowing:
+                s.ctor = (a, k)
             group = a[3] if len(a) > 3 else k.get("group", -1)
             flags = a[2] if len(a) > 2 else k.get("flags", 0)
             _log.line({"e": "bo", "bo": s.id, "size": s.size,
@@ -167,6 +206,8 @@ def _wrap_bo(cls):
             if s.view is not None and n:
                 end = min(s.size, offset + n)
                 s.seen[offset:end] = s.view[offset:end]
+            if n:
+                _host_changed(s, int(offset), data)
             _log.line({"e": "host", "bo": s.id, "how": "write", "r": [[int(offset), int(n)]],
                        "h": _hash(data), "at": _where()})
         return r
@@ -201,9 +242,12 @@ def _wrap_bo(cls):
                     s.seen[off:off + m] = s.view[off:off + m]
                 ev["changed"] = ch
             _log.line(ev)
+            if not to and s.run and n > 0:
+                _synced_back(self, s, int(offset), min(n, s.size - int(offset)))
         return r
 
     cls.__init__, cls.map, cls.write, cls.read, cls.sync = __init__, map, write, read, sync
+    _orig.update(bo=cls, bo_init=init_o, bo_write=write_o, bo_read=read_o, bo_sync=sync_o)
 
 
 def _arg(i, v, bo_cls):
@@ -228,6 +272,106 @@ def _start(kernel_obj, args, bo_cls):
     _log.line({"e": "start", "run": n, "k": k,
                "args": [args[i] for i in sorted(args)], "at": _where()})
     return n
+
+
+def _synced_back(b, s, off, n):
+    """The program synced [off, off + n) of a BO back from the device after the BO's last
+    shadowed run: keeps those (device) bytes and the shadow's for the comparison, unless the host
+    changed bytes there since the run (the shadow's image then holds the host's bytes)."""
+    if any(o < off + n and off < o + m for o, m in s.since):
+        return
+    real = bytes(s.view[off:off + n]) if s.view is not None else \
+        bytes(_orig["bo_read"](b, n, off))
+    for key in [k for k in s.pending if k[0] < off + n and off < k[0] + k[1]]:
+        del s.pending[key]  # a later sync of overlapping bytes replaces the earlier one
+    s.pending[(off, n)] = (real, bytes(s.img[off:off + n]))
+
+
+def _flush(s):
+    """Logs the comparison of what the program synced back after the BO's last shadowed run
+    with the shadow's bytes: one "shadow_out" event, in the dtype of the program's last
+    np.frombuffer view of the BO (bytes as uint8 when there is none)."""
+    if not s.pending:
+        return
+    from ._shadow import compare
+    items = sorted(s.pending.items())
+    s.pending = {}
+    dt = s.dtype
+    if dt is None or any(off % dt.itemsize or n % dt.itemsize for (off, n), _ in items):
+        dt = _np.dtype(_np.uint8)
+    real = _frombuffer(b"".join(v[0] for _, v in items), dtype=dt)
+    shadow = _frombuffer(b"".join(v[1] for _, v in items), dtype=dt)
+    o = compare(0, real, shadow)
+    _log.line({"e": "shadow_out", "run": s.run, "bo": s.id, "r": [[o_, n] for (o_, n), _ in items],
+               "dtype": dt.name, "bit_exact": o.bit_exact, "cosine": o.cosine,
+               "max_abs": o.max_abs, "max_rel": o.max_rel, "nan": o.nan, "inf": o.inf,
+               "elements": o.elements})
+
+
+def _flush_all():
+    if _log is None:
+        return
+    with _log.lock:
+        for s in list(_by_id.values()):
+            try:
+                _flush(s)
+            except Exception as e:  # noqa: BLE001  (at exit: say so, never raise)
+                sys.stderr.write("bo-doctor record --xrt --shadow: %s\n" % e)
+
+
+def _fresh(s):
+    """A BO of the shadow's own, as the program's was made, holding s.img."""
+    if s.ctor is None:
+        raise RuntimeError("BO %d was made before the recorder started" % s.id)
+    a, k = s.ctor
+    cls = _orig["bo"]
+    nb = cls.__new__(cls)
+    _orig["bo_init"](nb, *a, **k)
+    _orig["bo_write"](nb, bytes(s.img), 0)
+    _orig["bo_sync"](nb, _TO, s.size, 0)
+    return nb
+
+
+def _shadow(n, objs, launch):
+    """Shadow run of run n: objs {argument index: value}; launch(args) runs the kernel on those
+    arguments and returns the state wait() gave. Logs "shadow" (the fresh BOs' hashes before and
+    after) or why it was not made."""
+    bo_cls = _orig["bo"]
+    made = {}  # BO id -> (_Bo, fresh BO)
+    try:
+        for v in objs.values():
+            if not isinstance(v, bo_cls):
+                continue
+            s = _state(v)
+            if s.id in made:
+                continue
+            _flush(s)
+            s.run, s.since = 0, []
+            if s.img is None:  # first run that binds it: the device holds what the host has
+                s.img = bytearray(s.view if s.view is not None else
+                                  _orig["bo_read"](v, s.size, 0))
+            made[s.id] = (s, _fresh(s))
+        pre = {i: _hash(s.img) for i, (s, _) in made.items()}
+        args = {i: (made[_bos[v].id][1] if isinstance(v, bo_cls) else v) for i, v in objs.items()}
+        st = launch(args)
+        try:
+            code = int(st)
+        except (TypeError, ValueError):
+            code = 4
+        if code != 4:  # ERT_CMD_STATE_COMPLETED
+            raise RuntimeError("the shadow run ended in state %d" % code)
+        out = []
+        for i, (s, nb) in made.items():
+            _orig["bo_sync"](nb, _FROM, s.size, 0)
+            s.img = bytearray(_orig["bo_read"](nb, s.size, 0))
+            s.run = n
+            out.append([i, pre[i], _hash(s.img)])
+        _log.line({"e": "shadow", "run": n, "bos": out,
+                   "h2d": sum(s.size for s, _ in made.values()), "writes": len(made)})
+    except Exception as e:  # noqa: BLE001  (the program's run goes on; the trace says why)
+        _log.line({"e": "shadow", "run": n, "error": "%s: %s" % (type(e).__name__, e)})
+    finally:
+        made.clear()  # the fresh BOs are dropped now
 
 
 def _wrap_wait(cls):
@@ -269,6 +413,11 @@ def _wrap_kernel(kcls, bo_cls):
         with _log.lock:
             args = {i: _arg(i, v, bo_cls) for i, v in enumerate(a)}
             n = _start(self, args, bo_cls)
+            if _shadowing:
+                def launch(sa):
+                    sh = call_o(self, *[sa[i] for i in range(len(a))], **k)
+                    return sh.wait() if hasattr(sh, "wait") else 4
+                _shadow(n, dict(enumerate(a)), launch)
         h = call_o(self, *a, **k)
         with _log.lock:
             if h is not None:
@@ -288,7 +437,7 @@ def _wrap_run(rcls, bo_cls):
     def __init__(self, krnl, *a, **k):
         init_o(self, krnl, *a, **k)
         with _log.lock:
-            _runs[self] = [0, {}, krnl]
+            _runs[self] = [0, {}, krnl, {}, (a, k)]
 
     def set_arg_(self, i, value, *a, **k):
         r = set_arg_o(self, i, value, *a, **k)
@@ -296,6 +445,8 @@ def _wrap_run(rcls, bo_cls):
             st = _runs.get(self)
             if st is not None:
                 st[1][int(i)] = _arg(int(i), value, bo_cls)
+                if _shadowing:
+                    st[3][int(i)] = value
         return r
 
     def start_(self, *a, **k):
@@ -303,6 +454,15 @@ def _wrap_run(rcls, bo_cls):
             st = _runs.get(self)
             if st is not None:
                 st[0] = _start(st[2], dict(st[1]), bo_cls)
+                if _shadowing:
+                    def launch(sa):
+                        r = rcls.__new__(rcls)
+                        init_o(r, st[2], *st[4][0], **st[4][1])
+                        for i in sorted(sa):
+                            set_arg_o(r, i, sa[i])
+                        start_o(r)
+                        return r.wait()
+                    _shadow(st[0], dict(st[3]), launch)
         return start_o(self, *a, **k)
 
     rcls.__init__, rcls.set_arg, rcls.start = __init__, set_arg_, start_
@@ -317,6 +477,7 @@ def _wrap_frombuffer(np):
         m = _maps.get(id(buffer))
         if m is not None and m[1] is buffer:
             with _log.lock:
+                m[0].dtype = arr.dtype
                 _log.line({"e": "read", "bo": m[0].id, "off": int(offset), "len": int(arr.nbytes),
                            "h": _hash(arr.tobytes()), "at": _where()})
         return arr
@@ -377,11 +538,15 @@ class _Finder(importlib.abc.MetaPathFinder):
 
 def install(folder=None):
     """Starts recording into `folder` (default: $BOD_XRT_LOG)."""
-    global _log
+    global _log, _shadowing
     folder = folder or os.environ.get("BOD_XRT_LOG")
     if not folder or _log is not None:
         return
+    _hashing.digest(b"")  # loads libbod_hash.so now: a failure stops here, not in the program
+    _shadowing = os.environ.get("BOD_XRT_SHADOW", "") == "1"
     _log = _Log(folder)
+    if _shadowing:
+        atexit.register(_flush_all)
     if "pyxrt" in sys.modules:
         wrap_module(sys.modules["pyxrt"])
     else:
