@@ -169,6 +169,57 @@ class XrtWrapShadow(unittest.TestCase):
                     self.assertGreater(e["max_abs"], 0.0)
 
 
+_DEVICE_STATE = r"""
+import numpy as np, pyxrt
+def acc(args):
+    st = args.get(0, (4,))
+    st += 1  # device-resident state: the host never syncs it back
+    args.get(1, (4,))[:] = st
+pyxrt.register_kernel("acc", acc, 2)
+dev = pyxrt.device(0)
+k = pyxrt.kernel(pyxrt.hw_context(dev, None), "acc")
+TO = pyxrt.xclBOSyncDirection.XCL_BO_SYNC_BO_TO_DEVICE
+FROM = pyxrt.xclBOSyncDirection.XCL_BO_SYNC_BO_FROM_DEVICE
+st = pyxrt.bo(dev, 16, pyxrt.bo.host_only, 3)
+y = pyxrt.bo(dev, 16, pyxrt.bo.host_only, 4)
+view = np.frombuffer(st.map(), dtype=np.float32)
+yv = np.frombuffer(y.map(), dtype=np.float32)
+for i in range(3):
+    if i == 2:  # the host sets elements 0 and 2 (one changed range, bytes 2..12), syncs both
+        view[0] = 10; view[2] = 20
+        st.sync(TO, 4, 0); st.sync(TO, 4, 8)
+    k(3, None, 0, st, y).wait()
+    y.sync(FROM)
+    print(np.frombuffer(y.map(), dtype=np.float32).tolist())
+"""
+
+
+class XrtWrapShadowBytes(unittest.TestCase):
+    def test_device_bytes_between_host_stores_are_kept(self):
+        """Host stores at elements 0 and 2 make one changed range (bytes 2..12); element 1, which
+        only the device wrote, keeps the shadow's own value, so the clean program compares
+        bit-exact (copying the whole range would put the host's stale 0 there)."""
+        with tempfile.TemporaryDirectory() as d:
+            script = os.path.join(d, "state.py")
+            with open(script, "w") as f:
+                f.write(_DEVICE_STATE)
+            logs = os.path.join(d, "logs")
+            os.mkdir(logs)
+            env = dict(os.environ, BOD_XRT_LOG=logs, BOD_XRT_SHADOW="1",
+                       BOD_XRT_RECORDER_DIR=os.path.join(ROOT, "tool", "recorder", "python"),
+                       PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "tool", "xrt_preload",
+                                                                "python"), support.STANDIN]))
+            p = subprocess.run([sys.executable, script], capture_output=True, text=True,
+                               check=True, env=env)
+            self.assertEqual(p.stdout.splitlines()[-1], "[11.0, 3.0, 21.0, 3.0]")
+            ev = _events(logs)
+        stores = [e for e in ev if e["e"] == "host" and e["how"] == "map"]
+        self.assertEqual(stores[-1]["r"], [[2, 10]])  # 10.0, 20.0: bytes 2..4, 10..12
+        out = [e for e in ev if e["e"] == "shadow_out"]
+        self.assertEqual([e["run"] for e in out], [1, 2, 3])
+        self.assertTrue(all(e["bit_exact"] for e in out), out)
+
+
 class XrtWrapInvisible(unittest.TestCase):
     def test_program_output_unchanged(self):
         prog = os.path.join(ROOT, "tests", "recorder", "standin", "run_q4nx.py")

@@ -4,6 +4,7 @@
 // argument and byte range.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -86,6 +87,29 @@ TEST_F(XrtPreload, ProgramExitStatusIsKept) {
                              quote((dir_ / "t.jsonl").string()) + " -- " + quote(BOD_XRT_HOST),
                          dir_);
   EXPECT_EQ(rec.code, 2) << rec.err;  // the program's usage error
+}
+
+// The preload library does not re-run kernels: --shadow with --xrt on a program that is not
+// Python is refused with one line and exit 2 before the program runs (it would write k.xclbin).
+TEST_F(XrtPreload, ShadowOfANonPythonProgramIsRefused) {
+  std::string env = "XILINX_XRT=" + quote(BOD_XRT_NOOP_DIR) + " XCL_EMULATION_MODE=noop ";
+  testing::Proc rec = sh(env + quote(BOD_BINARY) + " record --xrt --shadow -o " +
+                             quote((dir_ / "t.jsonl").string()) + " -- " + quote(BOD_XRT_HOST) +
+                             " " + quote((dir_ / "k.xclbin").string()),
+                         dir_);
+  EXPECT_EQ(rec.code, 2) << rec.err;
+  EXPECT_NE(rec.err.find("shadow runs cover Python programs on a pure-Python pyxrt only"),
+            std::string::npos)
+      << rec.err;
+  EXPECT_EQ(std::count(rec.err.begin(), rec.err.end(), '\n'), 1) << rec.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "k.xclbin"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "t.jsonl"));
+  // Without --shadow the same program is recorded.
+  testing::Proc ok =
+      sh(env + quote(BOD_BINARY) + " record --xrt -o " + quote((dir_ / "t.jsonl").string()) +
+             " -- " + quote(BOD_XRT_HOST) + " " + quote((dir_ / "k.xclbin").string()),
+         dir_);
+  EXPECT_EQ(ok.code, 0) << ok.err;
 }
 
 // The "h" of every write and read event in the log folder `dir`, in order.

@@ -147,9 +147,22 @@ def _look(s):
     if not r:
         return
     for off, n in r:
+        if s.img is not None:
+            _host_stored(s, off, n)
         s.seen[off:off + n] = s.view[off:off + n]
-        _host_changed(s, off, s.view[off:off + n])
     _log.line({"e": "host", "bo": s.id, "how": "map", "r": r, "at": _where()})
+
+
+def _host_stored(s, off, n):
+    """The shadow: the bytes of [off, off + n) the host changed through map() since the last
+    look (a range of _diff may span unchanged bytes, which keep the shadow's own)."""
+    now = _frombuffer(s.view, dtype=_np.uint8, count=n, offset=off)
+    was = _frombuffer(s.seen, dtype=_np.uint8, count=n, offset=off)
+    img = _frombuffer(s.img, dtype=_np.uint8, count=n, offset=off)
+    changed = now != was
+    img[changed] = now[changed]
+    if s.run:
+        s.since.append((off, n))
 
 
 def _host_changed(s, off, data):
