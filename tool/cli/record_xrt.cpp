@@ -10,7 +10,6 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include "cli/commands.h"
@@ -49,38 +48,9 @@ std::string recorder_dir() {
   return env_or("BOD_RECORDER_DIR", BOD_RECORDER_DIR);
 }
 
-// A Python interpreter, or a script whose #! line names one: the programs whose pure-Python
-// pyxrt the module-level wrapper can shadow (the preload library does not re-run kernels).
-bool python_program(const std::string& cmd) {
-  fs::path p = cmd;
-  if (cmd.find('/') == std::string::npos)
-    if (const char* path = std::getenv("PATH"))
-      for (std::string rest = path; !rest.empty();) {
-        std::string d = rest.substr(0, rest.find(':'));
-        rest = rest.find(':') == std::string::npos ? "" : rest.substr(rest.find(':') + 1);
-        std::error_code ec;
-        if (!d.empty() && fs::exists(fs::path(d) / cmd, ec)) {
-          p = fs::path(d) / cmd;
-          break;
-        }
-      }
-  if (p.filename().string().rfind("python", 0) == 0) return true;
-  std::ifstream in(p, std::ios::binary);
-  std::string first;
-  if (!in || !std::getline(in, first) || first.rfind("#!", 0) != 0) return false;
-  return first.find("python") != std::string::npos;
-}
-
 }  // namespace
 
 CommandResult cmd_record_xrt(const RecordOptions& o, const std::string& out, SpawnFn spawn) {
-  if (o.shadow && !python_program(o.command[0]))
-    return fail(Error{"--shadow",
-                      "with --xrt, shadow runs cover Python programs on a pure-Python pyxrt "
-                      "only; " +
-                          o.command[0] +
-                          " is not a Python program (record it without --shadow; docs/xrt.md)",
-                      Exit::bad_input});
   if (!o.target.empty() || o.labels != "auto")
     return fail(Error{!o.target.empty() ? "--target" : "--labels",
                       "applies to KernelCache recordings, not to --xrt", Exit::bad_input});
@@ -137,16 +107,27 @@ CommandResult cmd_record_xrt(const RecordOptions& o, const std::string& out, Spa
       << " at the XRT boundary to " << out << " (" << text.str().size() / 1024 << " KiB, "
       << sum.processes << " process(es)" << (sum.torn ? ", last event cut off" : "")
       << "); the program exited " << rc.value() << ". Next: bo-doctor analyze " << out << "\n";
-  if (o.shadow)
-    msg << "bo-doctor: shadowed " << sum.shadowed << " of " << sum.runs << " run(s)"
-        << (sum.shadow_failed ? "; " + std::to_string(sum.shadow_failed) +
-                                    " shadow run(s) failed, the first: " + sum.shadow_error
-                              : std::string())
-        << (sum.not_shadowed ? "; " + std::to_string(sum.not_shadowed) +
-                                   " run(s) were recorded by the preload library, which does not "
-                                   "re-run kernels: the trace has no shadow comparison"
-                             : std::string())
-        << "\n";
+  if (o.shadow) {
+    std::vector<std::string> parts;
+    if (sum.runs > sum.plumbing_runs)
+      parts.push_back("shadowed " + std::to_string(sum.shadowed) + " of " +
+                      std::to_string(sum.runs - sum.plumbing_runs) + " run(s)");
+    if (sum.plumbing_runs)
+      parts.push_back("the preload library re-ran " + std::to_string(sum.plumbing_shadowed) +
+                      " of " + std::to_string(sum.plumbing_runs) +
+                      " run(s) on fresh BOs but compares no outputs (plumbing only; XRT's noop "
+                      "device computes nothing): the trace has no shadow comparison");
+    if (sum.shadow_failed)
+      parts.push_back(std::to_string(sum.shadow_failed) +
+                      " shadow run(s) failed, the first: " + sum.shadow_error);
+    if (sum.not_shadowed > sum.plumbing_runs)
+      parts.push_back(std::to_string(sum.not_shadowed - sum.plumbing_runs) +
+                      " run(s) were recorded without shadow runs: the trace has no shadow "
+                      "comparison");
+    msg << "bo-doctor:";
+    for (size_t i = 0; i < parts.size(); ++i) msg << (i ? "; " : " ") << parts[i];
+    msg << "\n";
+  }
   if (sum.processes == 0 || sum.events == 0)
     msg << "bo-doctor: no XRT call was seen: the program made none, or its pyxrt is neither "
            "libxrt-backed nor a pure-Python module\n";

@@ -28,8 +28,7 @@ const char* kClassifyCodes =
     "or usage; 3 backend unavailable or internal error; 4 the run exceeded --timeout";
 const char* kRecordCodes =
     "the program's own exit status (128 + N when signal N ended it), once the trace is written; "
-    "record's own failures: 2 bad usage, a refused -o, a program that cannot be started, or "
-    "--xrt --shadow of a program that is not Python; "
+    "record's own failures: 2 bad usage, a refused -o, or a program that cannot be started; "
     "3 the recorder wrote an invalid trace (its spool is kept)";
 const char* kSkeletonCodes = "0 model written; 2 bad usage, or a trace that cannot be read";
 const char* kInfoCodes = "0 printed; 2 bad usage or an unknown check id";
@@ -217,8 +216,8 @@ CommandResult run_cli(int argc, char** argv) {
                      "module:Class.method to wrap (default: every KernelCache.load_and_run)");
   record->add_flag("--xrt", ro.xrt,
                    "record at the XRT API boundary: engines that manage their BOs by hand "
-                   "(C++ xrt::bo/xrt::run, pyxrt); with --shadow (Python programs on a "
-                   "pure-Python pyxrt only) every run is re-run on fresh BOs; docs/recording.md");
+                   "(C++ xrt::bo/xrt::run, pyxrt); with --shadow every run is re-run on fresh "
+                   "BOs (outputs compared for a pure-Python pyxrt only); docs/recording.md");
   record->add_option("--labels", ro.labels,
                      "auto (bo_doctor.label, else heuristics) or explicit (label() only)");
   record->add_option("COMMAND", ro.command, "the program and its arguments, after --")->required();

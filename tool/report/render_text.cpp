@@ -114,7 +114,11 @@ std::string render_text(const Report& r) {
                g.missing.find("probe") != std::string::npos;
     }
     if (r.command != "analyze") no_reuse = bodies = false;
-    if (no_reuse)
+    bool xrt = r.trace && r.trace->header.caps.xrt;
+    if (no_reuse && xrt)  // hand-managed: only the pyxrt wrapper compares its shadow runs
+      o << "  to get no_reuse: bo-doctor record --xrt --shadow -- python3 ... (a Python program "
+           "on a pure-Python pyxrt; the preload library's shadow runs compare nothing)\n";
+    else if (no_reuse)
       o << "  to get no_reuse: record with shadow runs (bo-doctor record --shadow -- ...), or "
            "run bo-doctor check on a model.json\n";
     if (bodies)

@@ -75,7 +75,8 @@ struct Replay {
   std::map<long long, std::set<int>> flying;  // root -> started calls not waited for
   size_t line = 0;
   size_t first_call = 0;
-  bool shadows = false;  // this process's recorder re-runs every run on fresh BOs (--shadow)
+  bool shadows = false;   // this process's recorder re-runs every run on fresh BOs (--shadow)
+  bool plumbing = false;  // ... and compares nothing (the preload library)
 
   Error err(const std::string& what) const {
     return Error{name + ":" + std::to_string(line), what};
@@ -141,7 +142,9 @@ struct Replay {
         t.header.host_emulated = producer == "xrt-wrap" && computes;
         t.header.npu_launched = producer == "xrt-preload" && computes;
       }
-      shadows = j.value("shadow", false);
+      shadows = j.contains("shadow") && j["shadow"].is_boolean() && j["shadow"].get<bool>();
+      plumbing = j.contains("shadow_plumbing") && j["shadow_plumbing"].is_boolean() &&
+                 j["shadow_plumbing"].get<bool>();
       return ok_status();
     }
     if (e == "shadow") return shadow(j);
@@ -371,6 +374,7 @@ struct Replay {
     run_call[added.xrt.run] = added.number;
     sum.runs++;
     if (!shadows) sum.not_shadowed++;
+    if (!shadows && plumbing) sum.plumbing_runs++;
     return ok_status();
   }
 
@@ -380,7 +384,11 @@ struct Replay {
     auto it = run_call.find(j.value("run", 0LL));
     if (it == run_call.end()) return ok_status();
     if (j.contains("error")) {
-      if (!sum.shadow_failed++) sum.shadow_error = j.value("error", "");
+      if (!sum.shadow_failed++ && j["error"].is_string()) sum.shadow_error = j["error"];
+      return ok_status();
+    }
+    if (!shadows) {  // re-run, nothing compared: no no-reuse data in the trace
+      sum.plumbing_shadowed += plumbing;
       return ok_status();
     }
     TraceCall& c = call(it->second);

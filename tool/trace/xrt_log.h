@@ -23,6 +23,9 @@ struct XrtLogSummary {
   // shadow (the preload library: a C++ host or a libxrt-backed pyxrt).
   size_t shadowed = 0, shadow_failed = 0, not_shadowed = 0;
   std::string shadow_error;
+  // Of the runs not shadowed: those the preload library re-ran on fresh BOs without comparing
+  // anything (record --xrt --shadow of a C++ host: plumbing only), of how many it recorded.
+  size_t plumbing_shadowed = 0, plumbing_runs = 0;
 };
 
 // One process's events; `name` starts error messages ("FILE:LINE: ..."). Calls are appended to

@@ -16,13 +16,16 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -66,13 +69,38 @@ struct BoState {
   uint64_t size = 0;
   const uint8_t* map = nullptr;  // what map() returned to the program (null: never mapped)
   std::vector<uint8_t> seen;     // the mapped bytes at the last look
+  // The shadow (BOD_XRT_SHADOW=1): how the BO was made, for a fresh one like it (own: by a
+  // hooked constructor, not a sub-buffer), and what a fully-synced device would hold (img,
+  // once a run binds it: the host's bytes where the host changed them, elsewhere the shadow
+  // run's own device bytes).
+  xclDeviceHandle dhdl = nullptr;
+  unsigned flags = 0, group = 0;
+  bool own = false, imaged = false;
+  std::vector<uint8_t> img;
+};
+
+// What a shadow run needs of a run, held from its construction or set_arg to its start only
+// (so the recorder keeps no kernel or BO of the program alive beyond that).
+struct ShadowArgs {
+  xrt::kernel kernel;
+  std::map<int, xrt::bo> bos;
+  std::map<int, std::vector<uint8_t>> values;
 };
 
 struct RunState {
   long long kernel = 0;
   std::map<int, std::string> args;  // arg index -> JSON value ({"bo":N} or {"v":...})
   long long run = 0;                // the number of its last start
+  std::shared_ptr<ShadowArgs> sh;   // BOD_XRT_SHADOW=1
 };
+
+bool shadowing() {
+  static const bool on = [] {
+    const char* v = std::getenv("BOD_XRT_SHADOW");
+    return v && std::string(v) == "1";
+  }();
+  return on;
+}
 
 struct Log {
   std::mutex mu;
@@ -104,7 +132,8 @@ struct Log {
         const char* mode = std::getenv("XCL_EMULATION_MODE");
         std::string head =
             "{\"e\":\"open\",\"producer\":\"xrt-preload\",\"pid\":" + std::to_string(getpid()) +
-            ",\"device\":\"" + (mode && std::string(mode) == "noop" ? "noop" : "") + "\"}\n";
+            ",\"device\":\"" + (mode && std::string(mode) == "noop" ? "noop" : "") + "\"" +
+            (shadowing() ? ",\"shadow_plumbing\":true" : "") + "}\n";
         (void)!::write(fd, head.data(), head.size());
       }
     }
@@ -186,6 +215,10 @@ void look(Log& L, BoState& b, uint64_t off = 0, uint64_t len = UINT64_MAX) {
   len = std::min(len, b.size - off);
   auto r = diff(b.map, b.seen.data(), off, len);
   if (r.empty()) return;
+  if (b.imaged)  // only the bytes that changed: a range may span bytes only the device wrote
+    for (auto& x : r)
+      for (uint64_t i = x.first; i < x.first + x.second; ++i)
+        if (b.map[i] != b.seen[i]) b.img[i] = b.map[i];
   for (auto& x : r) std::memcpy(b.seen.data() + x.first, b.map + x.first, x.second);
   L.line("{\"e\":\"host\",\"bo\":" + std::to_string(b.id) +
          ",\"how\":\"map\",\"r\":" + ranges_json(r) + "}");
@@ -207,7 +240,8 @@ BoState& bo_of(Log& L, const xrt::bo& bo) {
 }
 
 // A constructor finished: a new BO (a reused implementation address is a new BO).
-void new_bo(const xrt::bo* self, unsigned group, unsigned flags, long long parent, uint64_t off) {
+void new_bo(const xrt::bo* self, unsigned group, unsigned flags, long long parent, uint64_t off,
+            xclDeviceHandle dhdl = nullptr) {
   Log& L = log();
   std::lock_guard<std::mutex> g(L.mu);
   const void* impl = self->get_handle().get();
@@ -216,11 +250,82 @@ void new_bo(const xrt::bo* self, unsigned group, unsigned flags, long long paren
   b.size = impl ? self->size() : 0;
   BoState& at = L.bos[impl];
   if (at.id) L.by_id.erase(at.id);
+  b.dhdl = dhdl;
+  b.flags = flags;
+  b.group = group;
+  b.own = dhdl && !parent;
   at = std::move(b);
   L.by_id[at.id] = &at;
   L.line("{\"e\":\"bo\",\"bo\":" + std::to_string(at.id) + ",\"size\":" + std::to_string(at.size) +
          ",\"group\":" + std::to_string(group) + ",\"flags\":" + std::to_string(flags) +
          ",\"parent\":" + std::to_string(parent) + ",\"offset\":" + std::to_string(off) + "}");
+}
+
+// record --xrt --shadow: the run's kernel once more, just before the run starts, on fresh BOs
+// of this library's own holding what a fully-synced program would have given the device (the
+// host's bytes where it changed them; elsewhere what the previous shadow run left), with the
+// run's scalar arguments; logged as a "shadow" event (the fresh BOs' hashes before and after)
+// or why it was not made. Every XRT call here is nested (Guard): forwarded, never logged, and
+// none touches the program's BOs but a bo.read of a BO's host bytes the first time a run binds
+// one that was never mapped. No output is compared here: on XRT's noop device nothing is
+// computed, so this is plumbing only (docs/xrt.md). mu held.
+void shadow_run(Log& L, RunState& r) {
+  std::string ev = "{\"e\":\"shadow\",\"run\":" + std::to_string(r.run);
+  try {
+    if (!r.sh) throw std::runtime_error("the run was started before without new arguments");
+    xrt::run run(r.sh->kernel);
+    // set_arg_at_index is private; its raw-bytes form is what run.set_arg(i, scalar) reaches.
+    static const auto set_bytes = reinterpret_cast<void (*)(xrt::run*, int, const void*, size_t)>(
+        real("_ZN3xrt3run16set_arg_at_indexEiPKvm"));
+    for (auto& [i, v] : r.sh->values) set_bytes(&run, i, v.data(), v.size());
+    std::map<long long, std::pair<BoState*, xrt::bo>> fresh;  // by the program's BO id
+    std::map<long long, uint64_t> pre;
+    uint64_t h2d = 0;
+    for (auto& [i, bo] : r.sh->bos) {
+      BoState& b = bo_of(L, bo);
+      auto it = fresh.find(b.id);
+      if (it == fresh.end()) {
+        if (!b.own)
+          throw std::runtime_error("BO " + std::to_string(b.id) +
+                                   " is a sub-buffer or was made before the recorder started");
+        if (!b.imaged) {  // the first run that binds it: the device holds what the host has
+          b.img.resize(b.size);
+          if (b.map)
+            std::memcpy(b.img.data(), b.map, b.size);
+          else
+            bo.read(b.img.data(), b.size, 0);
+          b.imaged = true;
+        }
+        xrt::bo nb(b.dhdl, b.size, static_cast<xrt::bo::flags>(b.flags), b.group);
+        nb.write(b.img.data(), b.size, 0);
+        nb.sync(XCL_BO_SYNC_BO_TO_DEVICE, b.size, 0);
+        h2d += b.size;
+        pre[b.id] = trace_hash(b.img.data(), b.img.size());
+        it = fresh.emplace(b.id, std::make_pair(&b, std::move(nb))).first;
+      }
+      run.set_arg(i, it->second.second);
+    }
+    run.start();
+    ert_cmd_state st = run.wait(std::chrono::milliseconds(60000));
+    if (st != ERT_CMD_STATE_COMPLETED)
+      throw std::runtime_error("the shadow run ended in state " +
+                               std::to_string(static_cast<int>(st)));
+    std::string bos = "[";
+    for (auto& [id, x] : fresh) {
+      BoState& b = *x.first;
+      x.second.sync(XCL_BO_SYNC_BO_FROM_DEVICE, b.size, 0);
+      x.second.read(b.img.data(), b.size, 0);
+      bos += (bos.size() > 1 ? ",[" : "[") + std::to_string(id) + "," + std::to_string(pre[id]) +
+             "," + std::to_string(trace_hash(b.img.data(), b.img.size())) + "]";
+    }
+    L.line(ev + ",\"bos\":" + bos + "],\"h2d\":" + std::to_string(h2d) +
+           ",\"writes\":" + std::to_string(fresh.size()) + "}");
+  } catch (const std::exception& e) {
+    std::string what;
+    for (char c : std::string(e.what()))
+      if (c != '"' && c != '\\' && static_cast<unsigned char>(c) >= 0x20) what += c;
+    L.line(ev + ",\"error\":\"" + what + "\"}");
+  }
 }
 
 }  // namespace
@@ -233,7 +338,7 @@ xrt::bo::bo(xclDeviceHandle dhdl, size_t size, bo::flags flags, memory_group grp
   BOD_REAL(void (*)(bo*, xclDeviceHandle, size_t, bo::flags, memory_group),
            "_ZN3xrt2boC1EPvmNS0_5flagsEj");
   fn(this, dhdl, size, flags, grp);
-  if (g.outer) new_bo(this, grp, static_cast<unsigned>(flags), 0, 0);
+  if (g.outer) new_bo(this, grp, static_cast<unsigned>(flags), 0, 0, dhdl);
 }
 
 xrt::bo::bo(xclDeviceHandle dhdl, void* userptr, size_t size, bo::flags flags, memory_group grp) {
@@ -241,7 +346,7 @@ xrt::bo::bo(xclDeviceHandle dhdl, void* userptr, size_t size, bo::flags flags, m
   BOD_REAL(void (*)(bo*, xclDeviceHandle, void*, size_t, bo::flags, memory_group),
            "_ZN3xrt2boC1EPvS1_mNS0_5flagsEj");
   fn(this, dhdl, userptr, size, flags, grp);
-  if (g.outer) new_bo(this, grp, static_cast<unsigned>(flags), 0, 0);
+  if (g.outer) new_bo(this, grp, static_cast<unsigned>(flags), 0, 0, dhdl);
 }
 
 xrt::bo::bo(const bo& parent, size_t size, size_t offset) {
@@ -288,6 +393,8 @@ void xrt::bo::write(const void* src, size_t size, size_t seek) {
   BoState& b = bo_of(L, *this);
   if (b.map && seek < b.size)
     std::memcpy(b.seen.data() + seek, b.map + seek, std::min<uint64_t>(size, b.size - seek));
+  if (b.imaged && seek < b.size)
+    std::memcpy(b.img.data() + seek, src, std::min<uint64_t>(size, b.size - seek));
   L.line("{\"e\":\"host\",\"bo\":" + std::to_string(b.id) + ",\"how\":\"write\",\"r\":[[" +
          std::to_string(seek) + "," + std::to_string(size) +
          "]],\"h\":" + std::to_string(trace_hash(src, size)) + "}");
@@ -377,6 +484,10 @@ xrt::run::run(const kernel& krnl) {
   RunState& r = L.runs[get_handle().get()];
   r = RunState{};
   r.kernel = k == L.kernels.end() ? 0 : k->second;
+  if (shadowing()) {
+    r.sh = std::make_shared<ShadowArgs>();
+    r.sh->kernel = krnl;
+  }
 }
 
 void xrt::run::set_arg_at_index(int index, const void* value, size_t bytes) {
@@ -388,7 +499,13 @@ void xrt::run::set_arg_at_index(int index, const void* value, size_t bytes) {
   std::memcpy(&v, value, std::min<size_t>(bytes, sizeof v));
   Log& L = log();
   std::lock_guard<std::mutex> l(L.mu);
-  L.runs[get_handle().get()].args[index] = "{\"v\":" + std::to_string(v) + "}";
+  RunState& r = L.runs[get_handle().get()];
+  r.args[index] = "{\"v\":" + std::to_string(v) + "}";
+  if (r.sh) {
+    r.sh->bos.erase(index);
+    r.sh->values[index].assign(static_cast<const uint8_t*>(value),
+                               static_cast<const uint8_t*>(value) + bytes);
+  }
 }
 
 void xrt::run::set_arg_at_index(int index, const xrt::bo& bo) {
@@ -398,7 +515,12 @@ void xrt::run::set_arg_at_index(int index, const xrt::bo& bo) {
   if (!g.outer) return;
   Log& L = log();
   std::lock_guard<std::mutex> l(L.mu);
-  L.runs[get_handle().get()].args[index] = "{\"bo\":" + std::to_string(bo_of(L, bo).id) + "}";
+  RunState& r = L.runs[get_handle().get()];
+  r.args[index] = "{\"bo\":" + std::to_string(bo_of(L, bo).id) + "}";
+  if (r.sh) {
+    r.sh->values.erase(index);
+    r.sh->bos.insert_or_assign(index, bo);
+  }
 }
 
 void xrt::run::start() {
@@ -420,6 +542,10 @@ void xrt::run::start() {
     }
     L.line("{\"e\":\"start\",\"run\":" + std::to_string(r.run) +
            ",\"k\":" + std::to_string(r.kernel) + ",\"args\":" + args + "]}");
+    if (shadowing()) {
+      shadow_run(L, r);
+      r.sh.reset();  // the program's kernel and BOs are not kept past the start
+    }
   }
   fn(this);
 }
