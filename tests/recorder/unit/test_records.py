@@ -123,5 +123,81 @@ class Serializer(unittest.TestCase):
             R.line(R.EndRecord(3, object()))
 
 
+class FastSerializer(unittest.TestCase):
+    """`line` (encoders per record type, fragments kept per value) writes the bytes of
+    `reference_line` (plain values through json.dumps) for every value a field can hold."""
+
+    ODD = [0, 1, -1, 2 ** 70, True, False, None, 1.0, 0.5, float("nan"), float("inf"),
+           np.int64(1), np.int32(0), np.bool_(True), np.float32(1.5), "", "a\"b\\c\n",
+           "caf\u00e9", "x\udc80y", "\ud800", "\x00\x1f\x7f", [], [1, 2], [True], (1, 2),
+           ["a", "b"], {}, {"1": "p"}, {2: "q"}, R.OMIT]
+
+    def same(self, record):
+        try:
+            want = R.reference_line(record)
+        except (TypeError, ValueError) as e:
+            with self.assertRaises(type(e), msg=repr(record)):
+                R.line(record)
+            return
+        self.assertEqual(R.line(record), want, repr(record))
+
+    def slot(self, **kw):
+        hx = R.HostX("float32", True, False)
+        host = R.Host([4, 2], "f32", 32, "0123456789abcdef", "var", "arg0@L1", 0, hx)
+        bo = R.Placement("decode_cache", "key", "k_L1", 0, 32, 3)
+        s = R.Slot("input", False, host, bo, 32, True, 32, "0123456789abcdef",
+                   ["0123456789abcdef", "0" * 16])
+        for k, v in kw.items():
+            obj, _, name = k.rpartition("__")
+            setattr({"": s, "host": host, "bo": bo, "x": hx}[obj], name, v)
+        return s
+
+    def test_every_field_of_a_slot_with_every_odd_value(self):
+        targets = [f.name for f in fields(R.Slot)] + \
+            ["host__" + f.name for f in fields(R.Host)] + \
+            ["bo__" + f.name for f in fields(R.Placement)] + \
+            ["x__" + f.name for f in fields(R.HostX)]
+        n = 0
+        for t in targets:
+            for v in self.ODD:
+                self.same(self.slot(**{t: v}))
+                n += 1
+        self.assertGreater(n, 700)
+        # Fragments are kept per value: a value of another type that compares equal (True and
+        # 1, 1.0 and 1) never gets the one written before it.
+        for a, b in ((1, True), (True, 1), (0, False), (1, 1.0), (3, np.int64(3))):
+            self.same(self.slot(bo__index=a))
+            self.same(self.slot(bo__index=b))
+            self.same(self.slot(x__c_contiguous=a))
+            self.same(self.slot(x__c_contiguous=b))
+
+    def test_calls_and_every_record_kind(self):
+        for v in self.ODD:
+            for f in [f.name for f in fields(R.Call) if f.init]:
+                c = R.Call(3, "ns", "k", "key", "key", [1], [2], [3], False, {"1": "a"},
+                           R.Labels("decode", 2, 1), "p.py:3", 1, [self.slot()], False, "",
+                           [4, 0], [1, 0], R.CallX(False, "7f"))
+                setattr(c, f, v)
+                self.same(R.CallRecord(c))
+        self.same(R.ViewReadRecord(R.ViewRead("v\u00e9", "call 3", 3, 1, 2, 2, True)))
+        self.same(R.HeaderRecord("p", ["a.py", "\udcff"], True, 1, 2, 3, R.ForkOf("s", 4)))
+        self.same(R.KernelRecord("k", [R.KernelSlot("arg0", "f32")], "/b\"in"))
+        self.same(R.EndRecord(3, 0.25))
+        self.same(R.Output(1, False, float("nan"), 0.5, -float("inf"), [1, 0], [0, 2], 4))
+
+    def test_random_slots(self):
+        rng = np.random.default_rng(5)
+        targets = [f.name for f in fields(R.Slot)] + \
+            ["host__" + f.name for f in fields(R.Host)] + \
+            ["bo__" + f.name for f in fields(R.Placement)] + \
+            ["x__" + f.name for f in fields(R.HostX)]
+        for _ in range(2000):
+            kw = {}
+            for _ in range(int(rng.integers(1, 4))):
+                kw[targets[int(rng.integers(len(targets)))]] = \
+                    self.ODD[int(rng.integers(len(self.ODD)))]
+            self.same(self.slot(**kw))
+
+
 if __name__ == "__main__":
     unittest.main()

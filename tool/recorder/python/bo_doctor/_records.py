@@ -297,6 +297,157 @@ def plain(v):
     raise TypeError("a spool record holds a %s, which the trace format has no type for" % t.__name__)
 
 
-def line(record):
-    """The record as one line of compact JSON, without the newline."""
+def reference_line(record):
+    """The record as one line of compact JSON: the reference `line` must equal byte for byte
+    (plain values through json.dumps)."""
     return json.dumps(plain(record), separators=(",", ":"), allow_nan=False)
+
+
+# --- the fast serializer --------------------------------------------------------------------
+# `line` writes the same bytes as `reference_line` without building the plain values first: the
+# call line's slots (most of its bytes) through encoders written out per record type, with the
+# JSON text of a slot's placement and numpy description kept per value. Every encoder checks
+# the exact type of each value it writes by a template (str, int, bool, a list of those) and
+# hands anything else to the reference path, so no value is ever written differently (a bool
+# where an int is expected, a str subclass, a numpy integer, a non-finite float...).
+# tests/recorder/unit/test_records.py compares the two on hand-made and generated records.
+
+_esc = json.encoder.encode_basestring_ascii
+_dump = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+_BOOL = {True: "true", False: "false"}
+_ENCODERS = {}  # type -> its encoder
+_FRAGMENTS = {}  # (type, field values) -> JSON text, for values that repeat (placements, x)
+_MAX_FRAGMENTS = 65536
+
+
+def _s(v):
+    """An exact str as JSON text."""
+    return _esc(v) if v.isascii() else _esc(text(v))
+
+
+def encode(v):
+    """v as the JSON text reference_line writes for it."""
+    t = type(v)
+    if t is str:
+        return _esc(v) if v.isascii() else _esc(text(v))
+    if t is int:
+        return int.__repr__(v)
+    if t is bool:
+        return _BOOL[v]
+    f = _ENCODERS.get(t)
+    if f is not None:
+        return f(v)
+    if v is None:
+        return "null"
+    if t is list:
+        return "[" + ",".join([encode(e) for e in v]) + "]"
+    if t is dict and not v:
+        return "{}"
+    if hasattr(t, "__dataclass_fields__"):
+        f = _ENCODERS[t] = _dataclass_encoder(t)
+        return f(v)
+    return _dump(plain(v))
+
+
+def _dataclass_encoder(cls):
+    keys = tuple(_esc(n) + ":" for n in _names(cls))
+    get = _getter(cls)
+
+    def enc(v):
+        return "{" + ",".join([k + encode(e) for k, e in zip(keys, get(v)) if e is not OMIT]) + \
+            "}"
+    return enc
+
+
+def _fragment(key, make):
+    got = _FRAGMENTS.get(key)
+    if got is None:
+        got = make()
+        if len(_FRAGMENTS) >= _MAX_FRAGMENTS:
+            _FRAGMENTS.clear()
+        _FRAGMENTS[key] = got
+    return got
+
+
+def _ints(v):
+    """A list of exact ints as JSON text; None when it is not one."""
+    if type(v) is not list:
+        return None
+    for e in v:
+        if type(e) is not int:
+            return None
+    return "[" + ",".join(map(int.__repr__, v)) + "]"
+
+
+_get_hostx = _getter(HostX)
+_get_host = _getter(Host)
+_get_place = _getter(Placement)
+_get_slot = _getter(Slot)
+
+
+def _enc_hostx(v):
+    vals = _get_hostx(v)
+    dt, cc, zs = vals
+    if type(dt) is not str or type(cc) is not bool or type(zs) is not bool:
+        return _generic(HostX, v)
+    return _fragment((HostX,) + vals, lambda: '{"numpy_dtype":%s,"c_contiguous":%s,'
+                     '"zero_strides":%s}' % (_s(dt), _BOOL[cc], _BOOL[zs]))
+
+
+def _enc_placement(v):
+    vals = _get_place(v)
+    ns, pool, name, index, nbytes, first = vals
+    if type(ns) is not str or type(pool) is not str or type(name) is not str or \
+            type(index) is not int or type(nbytes) is not int or type(first) is not int:
+        return _generic(Placement, v)
+    return _fragment((Placement,) + vals, lambda: '{"ns":%s,"pool":%s,"name":%s,"index":%d,'
+                     '"bytes":%d,"first_call":%d}' % (_s(ns), _s(pool), _s(name), index,
+                                                      nbytes, first))
+
+
+def _enc_host(v):
+    shape, dtype, nbytes, h, source, name, view, x = _get_host(v)
+    dims = _ints(shape)
+    if dims is None or type(dtype) is not str or type(nbytes) is not int or \
+            type(h) is not str or type(source) is not str or type(name) is not str or \
+            type(view) is not int:
+        return _generic(Host, v)
+    head = '{"shape":%s,"dtype":%s,"bytes":%d,"hash":%s,"source":%s,"name":%s,' \
+        '"view_of_call":%d' % (dims, _s(dtype), nbytes, _s(h), _s(source), _s(name), view)
+    if x is OMIT:
+        return head + "}"
+    return head + ',"x":' + (_enc_hostx(x) if type(x) is HostX else encode(x)) + "}"
+
+
+def _enc_slot(v):
+    role, output, host, bo, bo_bytes, written, nb, wh, reuse, no_reuse = _get_slot(v)
+    if type(role) is not str or type(output) is not bool or type(host) is not Host or \
+            type(bo) is not Placement or type(bo_bytes) is not int or \
+            type(written) is not bool or type(nb) is not int or type(wh) is not str or \
+            type(reuse) is not list or len(reuse) != 2 or type(reuse[0]) is not str or \
+            type(reuse[1]) is not str:
+        return _generic(Slot, v)
+    out = '{"role":%s,"output":%s,"host":%s,"bo":%s,"bo_bytes":%d,"written":%s,' \
+        '"written_bytes":%d,"written_hash":%s,"reuse":[%s,%s]' % (
+            _s(role), _BOOL[output], _enc_host(host), _enc_placement(bo), bo_bytes,
+            _BOOL[written], nb, _s(wh), _s(reuse[0]), _s(reuse[1]))
+    if no_reuse is OMIT:
+        return out + "}"
+    return out + ',"no_reuse":' + encode(no_reuse) + "}"
+
+
+def _generic(cls, v):
+    f = _GENERIC.get(cls)
+    if f is None:
+        f = _GENERIC[cls] = _dataclass_encoder(cls)
+    return f(v)
+
+
+_GENERIC = {}
+_ENCODERS.update({HostX: _enc_hostx, Placement: _enc_placement, Host: _enc_host,
+                  Slot: _enc_slot})
+
+
+def line(record):
+    """The record as one line of compact JSON, without the newline (reference_line's bytes)."""
+    return encode(record)
