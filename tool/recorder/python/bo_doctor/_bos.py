@@ -58,6 +58,28 @@ class BoTable:
         self.reuse = reuse
         self.known = {}    # id(bo) -> (identity, {nbytes: hash}) taken after its last call
         self.assumed = set()  # id(bo) whose known hash was not read but carried over
+        # While one call's BOs are read (`reading` ... `done`): id(bo) -> (bo, its identity).
+        # Within that stretch no engine code runs, so a BO's address and size stay as read.
+        self._ids = None
+
+    def reading(self):
+        """Starts a stretch of reads of one call's BOs: each BO's identity is asked once."""
+        self._ids = {}
+
+    def done(self):
+        """Ends it (the BOs it held are let go)."""
+        self._ids = None
+
+    def identity(self, bo):
+        ids = self._ids
+        if ids is None:
+            return _identity(bo)
+        got = ids.get(id(bo))
+        if got is not None and got[0] is bo:
+            return got[1]
+        ident = _identity(bo)
+        ids[id(bo)] = (bo, ident)
+        return ident
 
     def hash(self, bo, nbytes, sync, reuse=False):
         """The BO's first nbytes as the device holds them; from the mapping as it is when the
@@ -65,7 +87,7 @@ class BoTable:
         the BO, when it holds one of these bytes (see `remember`)."""
         if reuse and self.reuse and id(bo) not in self.viewed:
             k = self.known.get(id(bo))
-            if k is not None and nbytes in k[1] and k[0] == _identity(bo):
+            if k is not None and nbytes in k[1] and k[0] == self.identity(bo):
                 STATS["bo_hashes_reused"] += 1
                 return k[1][nbytes]
         return mapped_hash(bo, nbytes, sync and id(bo) not in self.viewed)
@@ -75,7 +97,7 @@ class BoTable:
         if not self.reuse or id(bo) in self.viewed:
             return False
         k = self.known.get(id(bo))
-        return k is not None and nbytes in k[1] and k[0] == _identity(bo)
+        return k is not None and nbytes in k[1] and k[0] == self.identity(bo)
 
     def remember(self, bo, nbytes, h):
         """The hash of the BO's first nbytes as the call that bound it left them. Until another
@@ -85,7 +107,7 @@ class BoTable:
         hash) or a mapping of its own (docs/recording.md)."""
         if not self.reuse or h == NO_HASH:
             return
-        ident = _identity(bo)
+        ident = self.identity(bo)
         k = self.known.get(id(bo))
         if k is None or k[0] != ident:
             k = self.known[id(bo)] = (ident, {})

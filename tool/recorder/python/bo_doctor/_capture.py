@@ -155,6 +155,13 @@ class CallCapture:
 
     def before(self, rec):
         """Numbers the call and describes its arguments, before the engine runs it."""
+        rec.bos.reading()
+        try:
+            self._before(rec)
+        finally:
+            rec.bos.done()
+
+    def _before(self, rec):
         a, cache = self.args, self.cache
         self.n = n = rec.next_number()
         self.thread = rec.thread_index()
@@ -241,8 +248,9 @@ class CallCapture:
         (None, an object array, something numpy cannot take) is described as 0 bytes named
         after its type: the engine refuses it with an error of its own, which the call records."""
         try:
-            arr = np.asarray(x)
-            plain = not arr.dtype.hasobject
+            arr = x if type(x) is np.ndarray else np.asarray(x)
+            dt = arr.dtype
+            plain = not dt.hasobject
         except Exception:
             plain = False
         if not plain:
@@ -250,28 +258,40 @@ class CallCapture:
                         "%s (%s: not an array the recorder can read)" % (self.binding_name(i),
                                                                           type(x).__name__), 0,
                         HostX(type(x).__name__, False, False))
-        dtype, shape = dtype_name(arr)
-        zs = zero_strides(arr)
-        v = self.arg_views[i] = rec.views.find(arr)
-        view = (v.call, v.slot) if v is not None else None
-        static = i in self.args.static
-        if view:
-            source, name = "view", "view of call %d slot %d" % view
-        elif arr.size == 0 or zs:
-            source, name = "placeholder", self.binding_name(i)
-        elif static and self.new and arr.nbytes >= 64 and not bytes_of(arr).any():
-            # A static slot uploaded as all zeros at its key's first call: freed weights
-            # passed as a zero placeholder (real weights are never all zero).
-            source, name = "placeholder", self.binding_name(i)
+        names = _dtype_names(dt)
+        nbytes = arr.nbytes
+        if names[0] is None:  # a dtype the format has no name for: described as its bytes
+            dtype, shape = "i8", [int(nbytes)]
         else:
-            source, name = "tensor" if static else "var", self.binding_name(i)
-        return Host([int(d) for d in shape], dtype, int(arr.nbytes), rec.host_hashes.hash(arr),
-                    source,
-                    name, view[0] if view else 0,
-                    HostX(_dtype_names(arr.dtype)[1], bool(arr.flags.c_contiguous), bool(zs)))
+            dtype, shape = names[0], list(arr.shape)
+        zs = 0 in arr.strides and zero_strides(arr)
+        v = self.arg_views[i] = rec.views.find(arr)
+        if v is not None:
+            source, name, view = "view", "view of call %d slot %d" % (v.call, v.slot), v.call
+        else:
+            view = 0
+            static = i in self.args.static
+            name = self.binding_name(i)
+            if arr.size == 0 or zs:
+                source = "placeholder"
+            elif static and self.new and nbytes >= 64 and not bytes_of(arr).any():
+                # A static slot uploaded as all zeros at its key's first call: freed weights
+                # passed as a zero placeholder (real weights are never all zero).
+                source = "placeholder"
+            else:
+                source = "tensor" if static else "var"
+        return Host(shape, dtype, int(nbytes), rec.host_hashes.hash(arr), source, name, view,
+                    HostX(names[1], bool(arr.flags.c_contiguous), bool(zs)))
 
     def after(self, rec, results, error):
         """The call line, once the engine returned `results` or raised `error` ("" if not)."""
+        rec.bos.reading()
+        try:
+            return self._after(rec, results, error)
+        finally:
+            rec.bos.done()
+
+    def _after(self, rec, results, error):
         a, n, ns, hosts = self.args, self.n, self.ns, self.hosts
         bos = (getattr(self.cache, "_cached_bos", {}) or {}).get(a.key)
         if bos is not None:
@@ -283,24 +303,37 @@ class CallCapture:
         slots, h2d, writes = [], 0, 0
         b0 = STATS["bytes_hashed"]
         bound = []  # (index, Slot, BO, extent hashed, written, placeholder) of the bound slots
+        keytext = key_text(a.key)
+        alias_error = error.startswith(("ValueError: shared_alias",))
+        places = rec.placements
+        if len(places) > 100000:
+            places.clear()
         for i, x in enumerate(a.inputs):
             h = hosts[i]
             role = "static" if i in a.static else "intermediate" if i in a.inter else "input"
             if bos is None or i >= len(bos):
                 size = 0 if bos is not None else h.bytes
                 pool = "unbound" if bos is not None else "key"
-                slots.append(Slot(role, i in out_set, h, Placement(ns, pool, key_text(a.key), i, size,
+                slots.append(Slot(role, i in out_set, h, Placement(ns, pool, keytext, i, size,
                                                                   first),
                                   size, False, 0, NO_HASH, [h.hash, h.hash]))
                 continue
             bo = bos[i]
             size = int(bo.size())
-            place = self.placement(pools.get(id(bo)), i, size, 0)
+            pool_key = pools.get(id(bo))
             # The BO's first call by its identity in the trace (ns, pool, name, index), as the
             # trace reader numbers BOs (an id() a freed BO left to a new one says nothing).
-            place.first_call = rec.bos.first.setdefault(
-                (place.ns, place.pool, place.name, place.index), n)
-            wrote = self.written[i] and not error.startswith(("ValueError: shared_alias",))
+            if pool_key is None:  # the key's own BO: one Placement per value, kept
+                bo_first = rec.bos.first.setdefault((ns, "key", keytext, i), n)
+                mk = (ns, keytext, i, size, bo_first)
+                place = places.get(mk)
+                if place is None:
+                    place = places[mk] = Placement(ns, "key", keytext, i, size, bo_first)
+            else:
+                place = self.placement(pool_key, i, size, 0)
+                place.first_call = rec.bos.first.setdefault(
+                    (place.ns, place.pool, place.name, place.index), n)
+            wrote = self.written[i] and not alias_error
             nb = min(h.bytes, size)
             if wrote:
                 # The whole array written: its hash is the host hash already taken.

@@ -134,19 +134,36 @@ def refresh_snapshots():
         f = f.f_back
 
 
+_INSIDE = {}  # (code object, f_lasti) -> ((LoopCode, its named targets), ...) innermost first
+
+
+def _inside(code, lasti):
+    """The loops of a code object whose body holds the instruction at lasti, innermost first,
+    each with the names its targets assign (cached per code object and instruction)."""
+    k = (code, lasti)
+    got = _INSIDE.get(k)
+    if got is None:
+        inside = sorted([lc for lc in loops_of(code) if lc.start < lasti < lc.end],
+                        key=lambda lc: -lc.start)
+        got = tuple((lc, tuple(t for t in lc.targets if t is not None)) for lc in inside)
+        if len(_INSIDE) > 65536:
+            _INSIDE.clear()
+        _INSIDE[k] = got
+    return got
+
+
 def running_loops(limit):
     """The `for` loops running in the program's innermost `limit` frames, innermost first."""
     out = []
     for f in program_frames(limit, sys._getframe(1)):
-        lasti = f.f_lasti
-        inside = [lc for lc in loops_of(f.f_code) if lc.start < lasti < lc.end]
+        code = f.f_code
+        inside = _inside(code, f.f_lasti)
         if not inside:
             continue
         loc = frame_locals(f)
-        for lc in sorted(inside, key=lambda lc: -lc.start):
-            named = [t for t in lc.targets if t is not None]
+        for lc, named in inside:
             first = loc.get(named[0]) if named else None
-            out.append(Running(id(f), f.f_code, lc, {t: _number(loc.get(t)) for t in named},
+            out.append(Running(id(f), code, lc, {t: _number(loc.get(t)) for t in named},
                                first if isinstance(first, (int, str, float)) else
                                ("id", id(first))))
     return out

@@ -65,6 +65,9 @@ class Recorder:
         self.caches = {}         # id(cache) -> (weak reference to it or None, namespace name)
         self.ns_names = set()    # every namespace name given out
         self.key_first = {}      # (ns, key) -> first call number
+        # (ns, key text, slot, bytes, first call) -> the Placement of a key's own BO (read only
+        # once made: the slots of many calls share it)
+        self.placements = {}
         self.bos = BoTable(reuse=not exact_requested())
         # Reading only what a check needs (_capture.py): not with BOD_RECORD_EXACT=1. Before
         # the dispatch, not with --shadow either (whether a call is shadowed is decided from

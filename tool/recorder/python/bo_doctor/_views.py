@@ -25,6 +25,7 @@ A slice counts as overwritten when a block holding part of it changed.
 Only the views' own memory (the BO mappings) is read: nothing is synced, written or flushed.
 Callers hold the recorder's lock.
 """
+import bisect
 import weakref
 
 import numpy as np
@@ -94,6 +95,7 @@ class View:
 class ViewTable:
     def __init__(self):
         self.views = {}     # serial -> View
+        self._index = None  # the views by address (`find`), built again after views change
         self.by_id = {}     # id(returned array) -> View
         self.serial = 0
         self.arg_lists = {}  # (ns, bo_key) -> ids of the arguments of its latest call
@@ -105,6 +107,7 @@ class ViewTable:
             arr = v.ref()
             if arr is None:
                 del self.views[k]
+                self._index = None
                 if self.by_id.get(v.id) is v:
                     del self.by_id[v.id]
             else:
@@ -121,12 +124,29 @@ class ViewTable:
             if v is not None and v.ref() is b:
                 return v
             b = b.base
+        if not self.views:
+            return None
         p = _address(arr)
+        index = self._index
+        if index is None:
+            index = self._index = self._by_address()
+        starts, spans, longest = index
+        # The views that start at or before p and less than the longest view's length before
+        # it; of those holding p, the latest call's (the first returned among equals).
         best = None
-        for v in self.views.values():
-            if v.addr <= p < v.addr + v.nbytes and v.ref() is not None:
-                best = v if best is None or v.call > best.call else best
-        return best
+        for k in range(bisect.bisect_right(starts, p - longest), bisect.bisect_right(starts, p)):
+            end, serial, v = spans[k]
+            if p < end and v.ref() is not None and \
+                    (best is None or v.call > best[1].call or
+                     v.call == best[1].call and serial < best[0]):
+                best = (serial, v)
+        return best[1] if best is not None else None
+
+    def _by_address(self):
+        """(start addresses sorted, [(end, serial, View)] in that order, the longest length)."""
+        order = sorted((v.addr, serial, v.addr + v.nbytes, v) for serial, v in self.views.items())
+        return ([o[0] for o in order], [(o[2], o[1], o[3]) for o in order],
+                max(v.nbytes for v in self.views.values()))
 
     def rehash(self, call=0, key=None, wrote=None, thread=0, only=None):
         """Hashes the live views again. call 0: changes since the last hashing are the program's
@@ -175,7 +195,9 @@ class ViewTable:
             v = View(r, n, i, bo)
             self.serial += 1
             self.views[self.serial] = self.by_id[id(r)] = v
+            self._index = None
         while len(self.views) > MAX_VIEWS:
+            self._index = None
             v = self.views.pop(next(iter(self.views)))
             if self.by_id.get(v.id) is v:
                 del self.by_id[v.id]

@@ -24,7 +24,7 @@ import weakref
 import numpy as np
 
 from . import _hashing
-from ._hashing import CHUNK, STATS, array_hash, block_hashes, combine
+from ._hashing import CHUNK, STATS, array_hash, block_hashes, combine, quick_hash
 
 MIN_TRACKED = 1 << 20  # smaller arrays are hashed whole every time
 MAX_TRACKED = 1024     # arrays tracked at once (each may split a memory mapping in three)
@@ -103,9 +103,11 @@ class HostHashes:
 
     def hash(self, arr):
         """The trace hash of an array's C-order bytes, reading only what can have changed."""
-        a = np.asarray(arr)
-        if self.lib is None or a.nbytes < MIN_TRACKED or not a.flags.c_contiguous:
+        a = arr if type(arr) is np.ndarray else np.asarray(arr)
+        if not a.flags.c_contiguous:
             return array_hash(a)
+        if self.lib is None or a.nbytes < MIN_TRACKED:
+            return quick_hash(a)
         owner = _owner(a)
         if owner is None:
             return array_hash(a)
