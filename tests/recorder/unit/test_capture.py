@@ -1,5 +1,6 @@
 """The capture of one call on the stand-in engine: arguments, host arrays, BOs and views."""
 import contextlib
+import inspect
 import io
 import unittest
 
@@ -7,7 +8,7 @@ import support
 import numpy as np
 
 from bo_doctor._hashing import NO_HASH, array_hash, hex_digest
-from bo_doctor._capture import dtype_name, slot_index
+from bo_doctor._capture import _fast_arguments, _layout, bind, dtype_name, slot_index
 
 EMPTY = hex_digest(b"")
 
@@ -202,6 +203,53 @@ class Capture(support.RecorderTest):
         self.assertEqual(dtype_name(np.zeros(3, np.int32)), ("i32", [3]))
         self.assertEqual(dtype_name(np.zeros(3, np.uint8)), ("i8", [3]))
         self.assertEqual(dtype_name(np.zeros((2, 3), np.float64)), ("i8", [48]))
+
+
+class Binding(unittest.TestCase):
+    """The arguments bound without inspect's bind (`_fast_arguments`) are those sig.bind +
+    apply_defaults gives, for every call shape it takes; the others go the slow way."""
+
+    @staticmethod
+    def load_and_run(self, name, backend_kwargs, *inputs, output_indices=None,
+                     static_input_indices=None, intermediate_indices=None, bo_key=None,
+                     shared_nonstatic=False, shared_alias=None):
+        pass
+
+    @staticmethod
+    def required(self, name, *inputs, bo_key, flag=1):
+        pass
+
+    @staticmethod
+    def keywords(self, name, *inputs, **kw):
+        pass
+
+    def check(self, fn, args, kwargs):
+        sig = inspect.signature(fn)
+        var = next(p.name for p in sig.parameters.values() if p.kind == p.VAR_POSITIONAL)
+        try:
+            want = sig.bind("cache", *args, **kwargs)
+            want.apply_defaults()
+        except TypeError:
+            with self.assertRaises(TypeError):
+                bind(sig, var, "cache", args, kwargs)
+            return None
+        got = bind(sig, var, "cache", args, kwargs)
+        self.assertEqual(list(got.bound.arguments.items()), list(want.arguments.items()))
+        self.assertEqual((got.bound.args, got.bound.kwargs), (want.args, want.kwargs))
+        layout = _layout(sig)
+        return layout is not None and _fast_arguments(layout, "cache", args, kwargs) is not None
+
+    def test_every_call_shape(self):
+        x = np.zeros(2)
+        fast = []
+        for fn in (self.load_and_run, self.required, self.keywords):
+            for args in ((), ("k",), ("k", {}), ("k", {}, x), ("k", {}, x, x, x)):
+                for kwargs in ({}, {"bo_key": "b"}, {"output_indices": [1], "bo_key": "b"},
+                               {"name": "k"}, {"backend_kwargs": {}}, {"nothing": 1},
+                               {"shared_alias": {1: "a"}, "flag": 2}, {"self": 1}):
+                    fast.append(self.check(fn, args, kwargs))
+        self.assertIn(True, fast)   # the usual call is bound the fast way
+        self.assertIn(False, fast)  # and other shapes the slow way
 
 
 class ShadowSelection(support.RecorderTest):

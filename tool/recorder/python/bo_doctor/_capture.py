@@ -125,11 +125,63 @@ def key_text(key):
     return "%s (%s)" % (r, type(key).__name__)
 
 
+_LAYOUTS = {}  # id(signature) -> (signature, its layout for _fast_arguments or None)
+_P = inspect.Parameter
+
+
+def _layout(sig):
+    """(names of the positional parameters, the *args name, ((keyword-only name, default),
+    ...)) of a signature of that shape (`load_and_run`'s), else None."""
+    got = _LAYOUTS.get(id(sig))
+    if got is not None and got[0] is sig:
+        return got[1]
+    params = list(sig.parameters.values())
+    k = 0
+    while k < len(params) and params[k].kind in (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD):
+        k += 1
+    layout = None
+    if 0 < k < len(params) and params[k].kind == _P.VAR_POSITIONAL and \
+            all(p.kind == _P.KEYWORD_ONLY for p in params[k + 1:]):
+        layout = (tuple(p.name for p in params[:k]), params[k].name,
+                  tuple((p.name, p.default) for p in params[k + 1:]))
+    _LAYOUTS[id(sig)] = (sig, layout)
+    return layout
+
+
+def _fast_arguments(layout, cache, args, kwargs):
+    """The arguments dict sig.bind + apply_defaults gives, for a call that passes every
+    positional parameter by position and only keyword-only ones by name, each at most once;
+    None for any other call (bound the slow way, which also raises the method's TypeError)."""
+    pos, var, kwonly = layout
+    n = len(pos) - 1
+    if len(args) < n:
+        return None
+    a = {pos[0]: cache}
+    for name, v in zip(pos[1:], args):
+        a[name] = v
+    a[var] = args[n:]
+    used = 0
+    for name, default in kwonly:
+        if name in kwargs:
+            a[name] = kwargs[name]
+            used += 1
+        elif default is _P.empty:
+            return None
+        else:
+            a[name] = default
+    return a if used == len(kwargs) else None
+
+
 def bind(sig, var_pos, cache, args, kwargs):
     """The call's Arguments; raises TypeError when the method does not take them."""
-    bound = sig.bind(cache, *args, **kwargs)
-    bound.apply_defaults()
-    a = bound.arguments
+    layout = _layout(sig)
+    a = _fast_arguments(layout, cache, args, kwargs) if layout is not None else None
+    if a is not None:
+        bound = inspect.BoundArguments(sig, a)
+    else:
+        bound = sig.bind(cache, *args, **kwargs)
+        bound.apply_defaults()
+        a = bound.arguments
     name = a.get("name", args[0] if args else "?")
     inputs = list(a[var_pos])
     outs = a.get("output_indices")

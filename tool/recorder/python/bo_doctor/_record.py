@@ -148,11 +148,11 @@ class Recorder:
                 ok = self.stop(c, e)
             self.seconds += time.perf_counter() - t0
         if not ok:
-            return orig(*a.bound.args, **a.bound.kwargs)
+            return orig(cache, *args, **kwargs)
         with self.lock:
             self.running += 1
         try:
-            results = orig(*a.bound.args, **a.bound.kwargs)
+            results = orig(cache, *args, **kwargs)
         except BaseException as e:
             self.finish(c, None, "%s: %s" % (type(e).__name__, e))
             raise
