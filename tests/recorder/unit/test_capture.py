@@ -186,7 +186,7 @@ class Capture(support.RecorderTest):
         c = self.cache()
         c.load_and_run("scale", {}, support.f32(1), np.zeros(1, np.float32))
 
-        def broken(arr):
+        def broken(arr, addr=None):
             raise RuntimeError("recorder bug")
 
         self.rec.views.find = broken

@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 
-from ._hashing import NO_HASH, STATS, hex_digest
+from ._hashing import NO_HASH, STATS, quick_hash
 
 _from_device = None
 
@@ -36,7 +36,7 @@ def mapped_hash(bo, nbytes, sync):
             STATS["syncs"] += 1
             STATS["sync_bytes"] += int(bo.size())
         m = np.frombuffer(bo.map(), dtype=np.uint8)
-        return hex_digest(m[:min(nbytes, m.size)])
+        return quick_hash(m[:min(nbytes, m.size)])
     except Exception:
         return NO_HASH
 

@@ -317,7 +317,8 @@ class CallCapture:
         else:
             dtype, shape = names[0], list(arr.shape)
         zs = 0 in arr.strides and zero_strides(arr)
-        v = self.arg_views[i] = rec.views.find(arr)
+        addr = arr.__array_interface__["data"][0]
+        v = self.arg_views[i] = rec.views.find(arr, addr)
         if v is not None:
             source, name, view = "view", "view of call %d slot %d" % (v.call, v.slot), v.call
         else:
@@ -332,8 +333,8 @@ class CallCapture:
                 source = "placeholder"
             else:
                 source = "tensor" if static else "var"
-        return Host(shape, dtype, int(nbytes), rec.host_hashes.hash(arr), source, name, view,
-                    HostX(names[1], bool(arr.flags.c_contiguous), bool(zs)))
+        return Host(shape, dtype, int(nbytes), rec.host_hashes.hash(arr, addr), source, name,
+                    view, HostX(names[1], bool(arr.flags.c_contiguous), bool(zs)))
 
     def after(self, rec, results, error):
         """The call line, once the engine returned `results` or raised `error` ("" if not)."""

@@ -151,14 +151,16 @@ def bytes_of(arr, limit=None):
     return b if limit is None else b[:limit]
 
 
-def quick_hash(a):
-    """array_hash of a C-contiguous numpy array (hashed where it lies, one call)."""
+def quick_hash(a, addr=None):
+    """array_hash of a C-contiguous numpy array (hashed where it lies, one call); addr: its
+    data address when the caller has it."""
     n = a.nbytes
     lib = _lib if _lib is not None else _backend()
     if lib is None:
         return array_hash(a)
     STATS["bytes_hashed"] += n
-    return "%016x" % lib.bod_hash_bytes(a.__array_interface__["data"][0], n)
+    return "%016x" % lib.bod_hash_bytes(a.__array_interface__["data"][0] if addr is None
+                                        else addr, n)
 
 
 def array_hash(arr, limit=None):

@@ -114,8 +114,9 @@ class ViewTable:
                 out.append((v, arr))
         return out
 
-    def find(self, arr):
-        """The View arr is (or is made from, or lies in the memory of); None when none."""
+    def find(self, arr, addr=None):
+        """The View arr is (or is made from, or lies in the memory of); None when none. addr:
+        arr's data address when the caller has it."""
         if not isinstance(arr, np.ndarray) or arr.size == 0:
             return None
         b = arr
@@ -126,7 +127,7 @@ class ViewTable:
             b = b.base
         if not self.views:
             return None
-        p = _address(arr)
+        p = _address(arr) if addr is None else addr
         index = self._index
         if index is None:
             index = self._index = self._by_address()
@@ -168,15 +169,16 @@ class ViewTable:
             cur = memo.get(region)
             if cur is None:
                 cur = memo[region] = block_hashes(arr)
-            diff = cur != v.now
-            if diff.any():
+            # (uint64 arrays of one length: equal bytes, equal elements)
+            if cur.tobytes() != v.now.tobytes():
                 if call:
                     v.last_change = call
                     v.by_host = bool((wrote or {}).get(v.bo, False))
                 else:
+                    diff = cur != v.now
                     v.orig[diff] = cur[diff]
                 v.now = cur.copy()
-            if not (v.now != v.orig).any():
+            if v.now.tobytes() == v.orig.tobytes():
                 v.stale_since, v.stale_key = 0, None
             elif call and not v.stale_since:
                 v.stale_since, v.stale_key, v.stale_thread = call, key, thread
@@ -234,12 +236,14 @@ class ViewTable:
         `thread` whose running loops' iteration keys are running_keys (views that thread's
         calls overwrote), or at exit (all)."""
         events = []
-        lists = set(self.arg_lists.values())
+        lists = None  # the argument lists, once a view needs them
         for v in list(self.views.values()):
             if v.done or not v.stale_since or v.ref() is None or \
                     (not at_exit and (v.excused or v.stale_thread != thread or
                                       v.stale_key is not None and v.stale_key in running_keys)):
                 continue
+            if lists is None:
+                lists = set(self.arg_lists.values())
             passed = [r for r in list(v.passed.values()) if r() is not None]
             if only_argument_lists(v.ref, passed, lists):
                 v.excused = True

@@ -101,13 +101,14 @@ class HostHashes:
     def active(self):
         return self.lib is not None
 
-    def hash(self, arr):
-        """The trace hash of an array's C-order bytes, reading only what can have changed."""
+    def hash(self, arr, addr=None):
+        """The trace hash of an array's C-order bytes, reading only what can have changed;
+        addr: the array's data address when the caller has it."""
         a = arr if type(arr) is np.ndarray else np.asarray(arr)
         if not a.flags.c_contiguous:
             return array_hash(a)
         if self.lib is None or a.nbytes < MIN_TRACKED:
-            return quick_hash(a)
+            return quick_hash(a, addr)
         owner = _owner(a)
         if owner is None:
             return array_hash(a)
