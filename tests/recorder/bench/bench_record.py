@@ -7,7 +7,9 @@
 Runs tests/recorder/bench/decode_1b.py R times in each mode, interleaved (alone, record,
 record --shadow, alone, ...), and prints side by side, per mode: host ms per decode token
 (the tokens after the first two; min / median / max over the runs of each run's mean), the
-recorder's added ms per token (median against the program alone), MiB hashed and BO syncs per
+recorder's added ms per token (median against the program alone), the same in process CPU time
+with the recorder's own CPU time per token and per call (recorder_stats() cpu_seconds: CPU time
+is steadier than wall time on a loaded machine), MiB hashed and BO syncs per
 token (bo_doctor.recorder_stats(), same tokens), peak RSS and RSS after decode (and their ratio
 to the program alone). Exits 1 when a run fails. `--size small --tokens 4 --runs 1` is the
 smoke run of the test suite (ctest -R recorder_bench_small).
@@ -50,7 +52,11 @@ def run(mode, bod, o, tmp, i):
     def per_token(k):
         return (after.get(k, 0) - before.get(k, 0)) / n
 
+    calls = per_token("calls")
     return {"ms": statistics.mean(t["ms"] for t in steady),
+            "cpu_ms": statistics.mean(t["cpu_ms"] for t in steady),
+            "rec_cpu_ms": per_token("cpu_seconds") * 1000,
+            "rec_cpu_call_ms": per_token("cpu_seconds") * 1000 / calls if calls else 0.0,
             "first_ms": r["tokens"][0]["ms"],
             "mib": per_token("bytes_hashed") / (1 << 20), "syncs": per_token("syncs"),
             "shadowed": per_token("shadowed"), "calls": per_token("calls"),
@@ -101,6 +107,16 @@ def main():
             "%.0f%s" % (peak, ratio(peak, base_peak)),
             "%.0f%s" % (after, ratio(after, base_after))))
         if m != "alone":
+            cpu = sorted(r["cpu_ms"] for r in res[m])
+            base_cpu = statistics.median(r["cpu_ms"] for r in res["alone"]) \
+                if "alone" in res else None
+            rec = sorted(r["rec_cpu_call_ms"] for r in res[m])
+            print("         CPU ms/token %.1f / %.1f / %.1f, added %s; the recorder's CPU per "
+                  "token %.1f ms, per call %.3f / %.3f / %.3f ms (min / median / max)" % (
+                      cpu[0], statistics.median(cpu), cpu[-1],
+                      "%.1f" % (statistics.median(cpu) - base_cpu) if base_cpu is not None
+                      else "-", statistics.median(r["rec_cpu_ms"] for r in res[m]),
+                      rec[0], statistics.median(rec), rec[-1]))
             where = {k: statistics.median(r["where"][k] for r in res[m]) for k in WHERE}
             print("         MiB hashed per token by where: %s, views %.1f" % (
                 ", ".join("%s %.1f" % (k.replace("_", " "), v) for k, v in where.items()),

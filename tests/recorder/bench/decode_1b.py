@@ -21,7 +21,8 @@ found (../shared/mlir-air or $BOD_MLIR_AIR_DIR; --cache real requires it), else 
 stand-in (tests/recorder/standin/shared/infra/cache.py). `--size small` is the same program
 at toy size (the test suite smoke-runs it).
 
-The report (--report FILE, JSON): per token its host ms, bo_doctor.recorder_stats() after it
+The report (--report FILE, JSON): per token its host ms (wall) and cpu_ms (the process's CPU
+time), bo_doctor.recorder_stats() after it
 (zeros when not recorded), and the process's peak RSS (VmHWM) and RSS after decode (VmRSS).
 """
 import argparse
@@ -183,7 +184,7 @@ def main(argv=None):
     x = x0
     for t in range(o.tokens):
         pos = t + 1
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for layer_idx in range(L):
             lw = layers[layer_idx]
             res = rms_gemv_rope(x, lw, pos)
@@ -194,7 +195,8 @@ def main(argv=None):
         logits = lm_head(x, parts)
         x = weight(E, int(logits[2][0]) + t)  # the next token's embedding
         ms = (time.perf_counter() - t0) * 1000
-        tokens.append({"ms": ms, "stats": stats()})
+        cpu_ms = (time.process_time() - c0) * 1000
+        tokens.append({"ms": ms, "cpu_ms": cpu_ms, "stats": stats()})
     peak, after = rss()
     report = {"size": o.size, "cache": which, "tokens": tokens, "peak_rss_kib": peak,
               "rss_after_kib": after}

@@ -26,7 +26,10 @@ STATS = {"bytes_hashed": 0, "bytes_skipped": 0, "syncs": 0, "sync_bytes": 0, "bo
          "tracked_arrays": 0, "calls": 0, "shadowed": 0, "shadow_skipped": 0,
          # bytes_hashed by where: host arguments, BOs before and after the dispatch, the shadow
          # run (the rest: the views the engine returned)
-         "hashed_host": 0, "hashed_bo_before": 0, "hashed_bo_after": 0, "hashed_shadow": 0}
+         "hashed_host": 0, "hashed_bo_before": 0, "hashed_bo_after": 0, "hashed_shadow": 0,
+         # the recording threads' CPU time in the recorder (binding, describing, hashing,
+         # the shadow run, serializing and writing the spool; not the engine's own call)
+         "cpu_seconds": 0.0}
 
 
 class HashLibError(Exception):
