@@ -16,6 +16,8 @@ STANDIN = os.path.join(ROOT, "tests", "recorder", "standin")
 for _d in (STANDIN, RECORDER):
     if _d not in sys.path:
         sys.path.insert(0, _d)
+# Every spool line the tests make is also written by the reference serializer and compared.
+os.environ.setdefault("BOD_RECORD_VERIFY_LINES", "1")
 
 import numpy as np  # noqa: E402
 

@@ -19,7 +19,7 @@ import numpy as np
 from ._frames import iteration_key, iteration_keys, refresh_snapshots, running_loops
 from ._hashing import NO_HASH, STATS, array_hash, bytes_of
 from ._labels import LAYER_FRAMES
-from ._records import Call, CallX, Host, HostX, Labels, Placement, Slot
+from ._records import Call, CallX, Host, HostX, Labels, Placement, Slot, host_text_around
 
 # A skipped static slot's BO is read again after the dispatch at its key's first calls and at
 # the key's 2^k-th calls (docs/recording.md, "Reading only what a check needs").
@@ -27,6 +27,8 @@ SAMPLED_FIRST = 3
 
 
 _DTYPES = {}  # numpy dtype -> (its trace name or None for "as its bytes", str(dtype))
+# A host's fields but its hash -> (its JSON text before the hash, after it, its HostX)
+_AROUND = {}
 
 
 def _dtype_names(dt):
@@ -333,8 +335,24 @@ class CallCapture:
                 source = "placeholder"
             else:
                 source = "tensor" if static else "var"
-        return Host(shape, dtype, int(nbytes), rec.host_hashes.hash(arr, addr), source, name,
-                    view, HostX(names[1], bool(arr.flags.c_contiguous), bool(zs)))
+        cc, zs = bool(arr.flags.c_contiguous), bool(zs)
+        h = rec.host_hashes.hash(arr, addr)
+        # Everything but the hash is kept as JSON text per value: the host's text is then that
+        # text around its hash (host_text; _records.py writes it, as it would write the host).
+        k = (names[1], dtype, tuple(shape), int(nbytes), source, name, view, cc, zs)
+        around = _AROUND.get(k)
+        if around is None:
+            hx = HostX(names[1], cc, zs)
+            around = host_text_around(Host(shape, dtype, int(nbytes), NO_HASH, source, name,
+                                           view, hx)) or ()
+            if len(_AROUND) >= 65536:
+                _AROUND.clear()
+            _AROUND[k] = around + (hx,) if around else (None, None, hx)
+            around = _AROUND[k]
+        host = Host(shape, dtype, int(nbytes), h, source, name, view, around[2])
+        if around[0] is not None and type(h) is str and h.isalnum() and h.isascii():
+            host._json = around[0] + h + around[1]
+        return host
 
     def after(self, rec, results, error):
         """The call line, once the engine returned `results` or raised `error` ("" if not)."""

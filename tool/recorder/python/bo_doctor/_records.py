@@ -17,6 +17,7 @@ This module only describes and serializes; it reads nothing of the program.
 import json
 import math
 import operator
+import os
 from dataclasses import dataclass, field, fields
 from typing import List
 
@@ -405,15 +406,33 @@ def _enc_placement(v):
                                                       nbytes, first))
 
 
+def host_text_around(host):
+    """(JSON text of a Host up to its hash's first digit, from after its last digit) when its
+    hash is the only place NO_HASH appears in it; None otherwise."""
+    t = _enc_host(host)
+    mark = _esc(host.hash)
+    if t.count(mark) != 1:
+        return None
+    a, b = t.split(mark)
+    return a + '"', '"' + b
+
+
 def _enc_host(v):
+    j = v.__dict__.get("_json")
+    if j is not None:  # the text describe() made of it (_capture.py)
+        return j
     shape, dtype, nbytes, h, source, name, view, x = _get_host(v)
-    dims = _ints(shape)
+    if type(shape) is list and len(shape) == 1 and type(shape[0]) is int:
+        dims = "[%d]" % shape[0]
+    else:
+        dims = _ints(shape)
     if dims is None or type(dtype) is not str or type(nbytes) is not int or \
             type(h) is not str or type(source) is not str or type(name) is not str or \
-            type(view) is not int:
+            type(view) is not int or not (dtype + h + source + name).isascii():
         return _generic(Host, v)
     head = '{"shape":%s,"dtype":%s,"bytes":%d,"hash":%s,"source":%s,"name":%s,' \
-        '"view_of_call":%d' % (dims, _s(dtype), nbytes, _s(h), _s(source), _s(name), view)
+        '"view_of_call":%d' % (dims, _esc(dtype), nbytes, _esc(h), _esc(source), _esc(name),
+                               view)
     if x is OMIT:
         return head + "}"
     return head + ',"x":' + (_enc_hostx(x) if type(x) is HostX else encode(x)) + "}"
@@ -425,12 +444,12 @@ def _enc_slot(v):
             type(bo) is not Placement or type(bo_bytes) is not int or \
             type(written) is not bool or type(nb) is not int or type(wh) is not str or \
             type(reuse) is not list or len(reuse) != 2 or type(reuse[0]) is not str or \
-            type(reuse[1]) is not str:
+            type(reuse[1]) is not str or not (role + wh + reuse[0] + reuse[1]).isascii():
         return _generic(Slot, v)
     out = '{"role":%s,"output":%s,"host":%s,"bo":%s,"bo_bytes":%d,"written":%s,' \
         '"written_bytes":%d,"written_hash":%s,"reuse":[%s,%s]' % (
-            _s(role), _BOOL[output], _enc_host(host), _enc_placement(bo), bo_bytes,
-            _BOOL[written], nb, _s(wh), _s(reuse[0]), _s(reuse[1]))
+            _esc(role), _BOOL[output], _enc_host(host), _enc_placement(bo), bo_bytes,
+            _BOOL[written], nb, _esc(wh), _esc(reuse[0]), _esc(reuse[1]))
     if no_reuse is OMIT:
         return out + "}"
     return out + ',"no_reuse":' + encode(no_reuse) + "}"
@@ -448,6 +467,17 @@ _ENCODERS.update({HostX: _enc_hostx, Placement: _enc_placement, Host: _enc_host,
                   Slot: _enc_slot})
 
 
+# BOD_RECORD_VERIFY_LINES=1 (the recorder's unit tests set it): every line is also written the
+# reference way and compared; a difference raises.
+_VERIFY = os.environ.get("BOD_RECORD_VERIFY_LINES", "") not in ("", "0")
+
+
 def line(record):
     """The record as one line of compact JSON, without the newline (reference_line's bytes)."""
-    return encode(record)
+    t = encode(record)
+    if _VERIFY:
+        ref = reference_line(record)
+        if t != ref:
+            raise AssertionError("the spool serializer wrote %r where the reference writes %r"
+                                 % (t, ref))
+    return t
