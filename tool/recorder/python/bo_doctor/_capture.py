@@ -17,8 +17,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._frames import iteration_key, iteration_keys, refresh_snapshots, running_loops
+from . import _hashing
 from ._hashing import NO_HASH, STATS, array_hash, bytes_of
 from ._labels import LAYER_FRAMES
+from ._written import MIN_TRACKED
 from ._records import Call, CallX, Host, HostX, Labels, Placement, Slot, host_text_around
 
 # A skipped static slot's BO is read again after the dispatch at its key's first calls and at
@@ -224,6 +226,8 @@ class CallCapture:
         self.ns = rec.cache_name(cache)
         self.new = a.key not in (getattr(cache, "_cached_bos", {}) or {})
         self.labels = Labels(*rec.labels(a.key, self.ns, self.loops))
+        layer = self.labels.layer  # binding_name's format
+        self.arg_name = "arg%%d@L%d" % layer if layer >= 0 else "arg%d"
         self.kernel = rec.kernel_entry(a.name, a.inputs, cache, self.records)
         n_args = len(a.inputs)
         # What the engine will write: the key's first call writes every slot.
@@ -312,7 +316,10 @@ class CallCapture:
                         "%s (%s: not an array the recorder can read)" % (self.binding_name(i),
                                                                           type(x).__name__), 0,
                         HostX(type(x).__name__, False, False))
-        names = _dtype_names(dt)
+        try:
+            names = _DTYPES[dt]
+        except (KeyError, TypeError):
+            names = _dtype_names(dt)
         nbytes = arr.nbytes
         if names[0] is None:  # a dtype the format has no name for: described as its bytes
             dtype, shape = "i8", [int(nbytes)]
@@ -320,13 +327,13 @@ class CallCapture:
             dtype, shape = names[0], list(arr.shape)
         zs = 0 in arr.strides and zero_strides(arr)
         addr = arr.__array_interface__["data"][0]
-        v = self.arg_views[i] = rec.views.find(arr, addr)
+        v = self.arg_views[i] = rec.views.find(arr, addr) if rec.views.views else None
         if v is not None:
             source, name, view = "view", "view of call %d slot %d" % (v.call, v.slot), v.call
         else:
             view = 0
             static = i in self.args.static
-            name = self.binding_name(i)
+            name = self.arg_name % i
             if arr.size == 0 or zs:
                 source = "placeholder"
             elif static and self.new and nbytes >= 64 and not bytes_of(arr).any():
@@ -336,7 +343,12 @@ class CallCapture:
             else:
                 source = "tensor" if static else "var"
         cc, zs = bool(arr.flags.c_contiguous), bool(zs)
-        h = rec.host_hashes.hash(arr, addr)
+        lib = _hashing._lib
+        if cc and nbytes < MIN_TRACKED and lib is not None:  # HostHashes.hash's quick_hash
+            STATS["bytes_hashed"] += nbytes
+            h = "%016x" % lib.bod_hash_bytes(addr, nbytes)
+        else:
+            h = rec.host_hashes.hash(arr, addr)
         # Everything but the hash is kept as JSON text per value: the host's text is then that
         # text around its hash (host_text; _records.py writes it, as it would write the host).
         k = (names[1], dtype, tuple(shape), int(nbytes), source, name, view, cc, zs)

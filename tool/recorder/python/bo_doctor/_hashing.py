@@ -133,6 +133,19 @@ def block_hashes(buf, block):
     return out
 
 
+def blocks_at(addr, n, block):
+    """block_hashes of the n bytes at addr (memory the caller holds alive) through the hash
+    library; None without it."""
+    lib = _lib
+    if lib is None:
+        return None
+    k = max(1, -(-n // block))
+    out = np.empty(k, np.uint64)
+    STATS["bytes_hashed"] += n
+    lib.bod_block_hashes(addr, n, block, out.ctypes.data)
+    return out
+
+
 def combine(chunk_hashes):
     """The trace hash (int) of an array above one chunk from its chunk hashes (uint64 array)."""
     h = np.ascontiguousarray(chunk_hashes, dtype="<u8")

@@ -31,7 +31,7 @@ import weakref
 import numpy as np
 
 from ._hashing import block_hashes as _blocks
-from ._hashing import bytes_of, digest
+from ._hashing import blocks_at, bytes_of, digest
 from ._holders import name_of, only_argument_lists
 from ._records import ViewRead, ViewReadRecord
 
@@ -43,11 +43,15 @@ def _address(arr):
     return arr.__array_interface__["data"][0]
 
 
-def block_hashes(arr):
+def block_hashes(arr, addr=None):
     """XXH3-64 of each BLOCK bytes of a C-contiguous array's memory (of all its bytes as one
-    block when it is not C-contiguous)."""
+    block when it is not C-contiguous); addr: its data address when the caller has it."""
     if not arr.flags.c_contiguous:
         return np.array([digest(bytes_of(arr))], np.uint64)
+    if addr is not None:
+        got = blocks_at(addr, arr.nbytes, BLOCK)
+        if got is not None:
+            return got
     return _blocks(arr.reshape(-1).view(np.uint8), BLOCK)
 
 
@@ -67,7 +71,8 @@ class View:
         self.ref, self.id, self.call, self.slot, self.bo = weakref.ref(arr), id(arr), call, slot, bo
         self.addr, self.nbytes = _address(arr), arr.nbytes
         self.contiguous = bool(arr.flags.c_contiguous)
-        self.orig = block_hashes(arr)  # what it showed when returned (or the program wrote)
+        self.orig = block_hashes(arr, self.addr)  # what it showed when returned (or the
+        # program wrote)
         self.now = self.orig.copy()    # what it showed when last hashed
         self.last_change, self.by_host = 0, False
         self.stale_since, self.stale_key, self.stale_thread = 0, None, 0
@@ -168,7 +173,7 @@ class ViewTable:
             region = (v.addr, v.nbytes, v.contiguous)
             cur = memo.get(region)
             if cur is None:
-                cur = memo[region] = block_hashes(arr)
+                cur = memo[region] = block_hashes(arr, v.addr)
             # (uint64 arrays of one length: equal bytes, equal elements)
             if cur.tobytes() != v.now.tobytes():
                 if call:
