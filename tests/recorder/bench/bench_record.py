@@ -3,6 +3,7 @@
 
     /usr/bin/python3 tests/recorder/bench/bench_record.py BO_DOCTOR [--size 1b|small]
         [--tokens N] [--runs R] [--modes alone,record,shadow] [--extra ARGS]
+        [--before BO_DOCTOR]
 
 Runs tests/recorder/bench/decode_1b.py R times in each mode, interleaved (alone, record,
 record --shadow, alone, ...), and prints side by side, per mode: host ms per decode token
@@ -11,7 +12,8 @@ recorder's added ms per token (median against the program alone), the same in pr
 with the recorder's own CPU time per token and per call (recorder_stats() cpu_seconds: CPU time
 is steadier than wall time on a loaded machine), MiB hashed and BO syncs per
 token (bo_doctor.recorder_stats(), same tokens), peak RSS and RSS after decode (and their ratio
-to the program alone). Exits 1 when a run fails. `--size small --tokens 4 --runs 1` is the
+to the program alone). `--before` runs the record modes of another bo-doctor build too, in the
+same interleaving (rows before-record, before-shadow). Exits 1 when a run fails. `--size small --tokens 4 --runs 1` is the
 smoke run of the test suite (ctest -R recorder_bench_small).
 """
 import argparse
@@ -34,6 +36,8 @@ def run(mode, bod, o, tmp, i):
     if mode == "alone":
         cmd = prog
     else:
+        if mode.startswith("before-"):  # the same mode with the --before executable
+            bod, mode = o.before, mode[len("before-"):]
         cmd = [bod, "record", "--force", "-o", os.path.join(tmp, "t.jsonl")] + \
             (["--shadow"] if mode == "shadow" else []) + o.extra.split() + ["--"] + prog
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -55,8 +59,10 @@ def run(mode, bod, o, tmp, i):
     calls = per_token("calls")
     return {"ms": statistics.mean(t["ms"] for t in steady),
             "cpu_ms": statistics.mean(t["cpu_ms"] for t in steady),
-            "rec_cpu_ms": per_token("cpu_seconds") * 1000,
-            "rec_cpu_call_ms": per_token("cpu_seconds") * 1000 / calls if calls else 0.0,
+            # (a recorder that does not count its CPU time: None)
+            "rec_cpu_ms": per_token("cpu_seconds") * 1000 if "cpu_seconds" in after else None,
+            "rec_cpu_call_ms": per_token("cpu_seconds") * 1000 / calls
+            if calls and "cpu_seconds" in after else None,
             "first_ms": r["tokens"][0]["ms"],
             "mib": per_token("bytes_hashed") / (1 << 20), "syncs": per_token("syncs"),
             "shadowed": per_token("shadowed"), "calls": per_token("calls"),
@@ -73,8 +79,13 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--modes", default="alone,record,shadow")
     ap.add_argument("--extra", default="", help="more options for bo-doctor record")
+    ap.add_argument("--before", default="", help="another bo-doctor (an earlier build, with "
+                    "its own recorder): its record / shadow runs interleaved as before-record, "
+                    "before-shadow")
     o = ap.parse_args()
     modes = o.modes.split(",")
+    if o.before:
+        modes += ["before-" + m for m in modes if m != "alone"]
     res = {m: [] for m in modes}
     with tempfile.TemporaryDirectory(prefix="bod_bench_record_") as tmp:
         for i in range(o.runs):
@@ -86,7 +97,7 @@ def main():
     cache = res[modes[0]][0]["cache"]
     print("decode at %s size, %s KernelCache, %d tokens (%d measured), %d interleaved run(s) "
           "per mode" % (o.size, cache, o.tokens, max(1, o.tokens - 2), o.runs))
-    print("%-8s %28s %12s %11s %10s %14s %15s %15s" % (
+    print("%-13s %28s %12s %11s %10s %14s %15s %15s" % (
         "mode", "ms/token min/median/max", "added ms", "first ms", "MiB hashed", "syncs/token",
         "peak RSS MiB", "RSS after MiB"))
     base = statistics.median(r["ms"] for r in res["alone"]) if "alone" in res else None
@@ -99,7 +110,7 @@ def main():
         after = statistics.median(r["after"] for r in res[m])
         added = "%.1f" % (med - base) if base is not None and m != "alone" else "-"
         ratio = (lambda v, b: " (%.2fx)" % (v / b) if b and m != "alone" else "")
-        print("%-8s %28s %12s %11.1f %10.1f %14.1f %15s %15s" % (
+        print("%-13s %28s %12s %11.1f %10.1f %14.1f %15s %15s" % (
             m, "%.1f / %.1f / %.1f" % (ms[0], med, ms[-1]), added,
             statistics.median(r["first_ms"] for r in res[m]),
             statistics.median(r["mib"] for r in res[m]),
@@ -110,18 +121,19 @@ def main():
             cpu = sorted(r["cpu_ms"] for r in res[m])
             base_cpu = statistics.median(r["cpu_ms"] for r in res["alone"]) \
                 if "alone" in res else None
-            rec = sorted(r["rec_cpu_call_ms"] for r in res[m])
-            print("         CPU ms/token %.1f / %.1f / %.1f, added %s; the recorder's CPU per "
-                  "token %.1f ms, per call %.3f / %.3f / %.3f ms (min / median / max)" % (
-                      cpu[0], statistics.median(cpu), cpu[-1],
-                      "%.1f" % (statistics.median(cpu) - base_cpu) if base_cpu is not None
-                      else "-", statistics.median(r["rec_cpu_ms"] for r in res[m]),
-                      rec[0], statistics.median(rec), rec[-1]))
+            rec = sorted(r["rec_cpu_call_ms"] for r in res[m] if r["rec_cpu_call_ms"] is not None)
+            print("         CPU ms/token %.1f / %.1f / %.1f, added %s; %s" % (
+                cpu[0], statistics.median(cpu), cpu[-1],
+                "%.1f" % (statistics.median(cpu) - base_cpu) if base_cpu is not None else "-",
+                "the recorder's CPU per token %.1f ms, per call %.3f / %.3f / %.3f ms (min / "
+                "median / max)" % (statistics.median(r["rec_cpu_ms"] for r in res[m]), rec[0],
+                                   statistics.median(rec), rec[-1]) if rec else
+                "the recorder does not count its CPU time"))
             where = {k: statistics.median(r["where"][k] for r in res[m]) for k in WHERE}
             print("         MiB hashed per token by where: %s, views %.1f" % (
                 ", ".join("%s %.1f" % (k.replace("_", " "), v) for k, v in where.items()),
                 statistics.median(r["mib"] for r in res[m]) - sum(where.values())))
-        if m == "shadow" and any(r["calls"] for r in res[m]):
+        if m.endswith("shadow") and any(r["calls"] for r in res[m]):
             print("         shadow runs per token: %.1f of %.1f calls" % (
                 statistics.median(r["shadowed"] for r in res[m]),
                 statistics.median(r["calls"] for r in res[m])))
