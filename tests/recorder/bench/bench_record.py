@@ -13,8 +13,9 @@ with the recorder's own CPU time per token and per call (recorder_stats() cpu_se
 is steadier than wall time on a loaded machine), MiB hashed and BO syncs per
 token (bo_doctor.recorder_stats(), same tokens), peak RSS and RSS after decode (and their ratio
 to the program alone). `--before` runs the record modes of another bo-doctor build too, in the
-same interleaving (rows before-record, before-shadow). Exits 1 when a run fails. `--size small --tokens 4 --runs 1` is the
-smoke run of the test suite (ctest -R recorder_bench_small).
+same interleaving (rows before-record, before-shadow). Exits 1 when a run fails.
+`--size small --tokens 4 --runs 1` is the smoke run of the test suite (ctest -R
+recorder_bench_small).
 """
 import argparse
 import json
@@ -57,7 +58,15 @@ def run(mode, bod, o, tmp, i):
         return (after.get(k, 0) - before.get(k, 0)) / n
 
     calls = per_token("calls")
+    # The median token (most tokens read no static BO again: a key's sampled calls are its
+    # 1st-3rd and 2^k-th): its CPU ms, and the recorder's CPU ms in it.
+    toks = r["tokens"]
+    rec_cpu = [(toks[k]["stats"]["cpu_seconds"] - toks[k - 1]["stats"]["cpu_seconds"]) * 1000
+               for k in range(max(1, len(toks) - n), len(toks))
+               if "cpu_seconds" in toks[k]["stats"]]
     return {"ms": statistics.mean(t["ms"] for t in steady),
+            "cpu_med_ms": statistics.median(t["cpu_ms"] for t in steady),
+            "rec_cpu_med_ms": statistics.median(rec_cpu) if rec_cpu else None,
             "cpu_ms": statistics.mean(t["cpu_ms"] for t in steady),
             # (a recorder that does not count its CPU time: None)
             "rec_cpu_ms": per_token("cpu_seconds") * 1000 if "cpu_seconds" in after else None,
@@ -129,6 +138,17 @@ def main():
                 "median / max)" % (statistics.median(r["rec_cpu_ms"] for r in res[m]), rec[0],
                                    statistics.median(rec), rec[-1]) if rec else
                 "the recorder does not count its CPU time"))
+            med = sorted(r["cpu_med_ms"] for r in res[m])
+            base_med = statistics.median(r["cpu_med_ms"] for r in res["alone"]) \
+                if "alone" in res else None
+            rec_med = [r["rec_cpu_med_ms"] for r in res[m] if r["rec_cpu_med_ms"] is not None]
+            print("         median token: CPU ms %.1f / %.1f / %.1f, added %s%s" % (
+                med[0], statistics.median(med), med[-1],
+                "%.1f" % (statistics.median(med) - base_med) if base_med is not None else "-",
+                "; the recorder's CPU %.1f ms, %.3f ms per call" % (
+                    statistics.median(rec_med), statistics.median(rec_med) /
+                    statistics.median(r["calls"] for r in res[m]))
+                if rec_med and any(r["calls"] for r in res[m]) else ""))
             where = {k: statistics.median(r["where"][k] for r in res[m]) for k in WHERE}
             print("         MiB hashed per token by where: %s, views %.1f" % (
                 ", ".join("%s %.1f" % (k.replace("_", " "), v) for k, v in where.items()),
