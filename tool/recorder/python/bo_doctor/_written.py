@@ -169,28 +169,37 @@ class HostHashes:
         STATS["bytes_skipped"] += int(e.n - min(e.n, int(dirty.sum()) * CHUNK))
         self.rehash(e, a.reshape(-1).view(np.uint8), dirty, zero_absent=False)
 
+    def zero_hash(self, ln):
+        """The chunk hash of ln zero bytes."""
+        z = self.zero.get(ln)
+        if z is None:
+            z = self.zero[ln] = int(block_hashes(np.zeros(ln, np.uint8), CHUNK)[0])
+            STATS["bytes_hashed"] -= ln  # not the program's bytes
+        return z
+
     def rehash(self, e, u8, which, zero_absent=True):
         """Hashes the chunks flagged in `which` (runs of them at once); with zero_absent, the
         others are zeros (their pages are not present)."""
         k, n = len(e.chunks), e.n
-        i = 0
-        while i < k:
-            if not which[i]:
-                if zero_absent:
-                    ln = min(CHUNK, n - i * CHUNK)
-                    z = self.zero.get(ln)
-                    if z is None:
-                        z = self.zero[ln] = int(block_hashes(np.zeros(ln, np.uint8), CHUNK)[0])
-                        STATS["bytes_hashed"] -= ln  # not the program's bytes
-                    e.chunks[i] = z
-                    STATS["bytes_skipped"] += ln
-                i += 1
-                continue
-            j = i
-            while j < k and which[j]:
-                j += 1
+        w = np.asarray(which, dtype=bool)
+        if zero_absent and not w.all():
+            absent = ~w
+            e.chunks[absent] = self.zero_hash(CHUNK)
+            last = n - (k - 1) * CHUNK  # the last chunk's length
+            skipped = int(absent.sum()) * CHUNK
+            if absent[k - 1] and last != CHUNK:
+                e.chunks[k - 1] = self.zero_hash(last)
+                skipped -= CHUNK - last
+            STATS["bytes_skipped"] += skipped
+        idx = np.flatnonzero(w)
+        if not idx.size:
+            return
+        # runs of consecutive flagged chunks: [starts[r], ends[r])
+        gaps = np.flatnonzero(np.diff(idx) != 1)
+        starts = [int(idx[0])] + (idx[gaps + 1]).tolist()
+        ends = (idx[gaps] + 1).tolist() + [int(idx[-1]) + 1]
+        for i, j in zip(starts, ends):
             e.chunks[i:j] = block_hashes(u8[i * CHUNK:min(n, j * CHUNK)], CHUNK)
-            i = j
 
     def drop(self, e):
         e.finalizer.detach()
