@@ -65,6 +65,28 @@ class WriteTracking(unittest.TestCase):
         z[100, 7] = 3
         self.assertEqual(h.hash(z), array_hash(z))
 
+    def test_a_fresh_zero_array_is_tracked_from_its_second_sight(self):
+        h = tracker()
+        # 8 MiB, no page touched: tracking deferred. (Smaller than the 16 MiB array of the test
+        # below: glibc serves an allocation no larger than a freed mmap chunk from its heap.)
+        z = np.zeros((4096, 1024), np.uint16)
+        self.assertEqual(h.hash(z), _hashing.hex_digest(bytes(z.nbytes)))
+        e = h.entries[(z.__array_interface__["data"][0], z.nbytes)]
+        self.assertTrue(e.deferred)
+        self.assertEqual(e.len, 0)
+        z[5, 5] = 1        # written before its second sight, while not tracked
+        z[2000, 3] = 2
+        before = dict(STATS)
+        self.assertEqual(h.hash(z), array_hash(z))
+        self.assertLess(STATS["bytes_hashed"] - before["bytes_hashed"] - z.nbytes, MIB)
+        self.assertFalse(e.deferred)
+        self.assertGreater(e.len, 0)
+        z[4000, 1] = 7     # tracked now
+        before = dict(STATS)
+        self.assertEqual(h.hash(z), array_hash(z))
+        self.assertLessEqual(STATS["bytes_hashed"] - before["bytes_hashed"] - z.nbytes,
+                             4 * 64 * 1024)
+
     def test_views_and_overlapping_arrays(self):
         h = tracker()
         a = np.arange(4 * MIB, dtype=np.uint8)

@@ -50,7 +50,7 @@ def _numpy_allocated(o):
 
 
 class _Entry:
-    __slots__ = ("ref", "addr", "n", "chunks", "start", "len", "finalizer")
+    __slots__ = ("ref", "addr", "n", "chunks", "start", "len", "finalizer", "numpy", "deferred")
 
 
 class HostHashes:
@@ -125,36 +125,60 @@ class HostHashes:
         return "%016x" % combine(e.chunks)
 
     def first(self, a, owner, addr, n):
-        """Hashes an array seen for the first time (zero chunks unread) and tracks its pages."""
-        k = -(-n // CHUNK)
-        u8 = a.reshape(-1).view(np.uint8)
+        """Hashes an array seen for the first time (zero chunks unread) and tracks its pages,
+        or, when at most an eighth of its chunks has a page in memory (a fresh np.zeros
+        scratch, which programs often pass once and drop), leaves tracking to its next sight."""
         e = _Entry()
         e.ref, e.addr, e.n = weakref.ref(owner), addr, n
-        present = np.ones(k, np.uint8)
-        if _numpy_allocated(owner):
-            present[:] = 0
-            if self.lib.bod_wt_present(addr, n, addr, CHUNK, present.ctypes.data, k) != 0:
-                present[:] = 1
-        e.chunks = np.empty(k, np.uint64)
-        self.rehash(e, u8, present)
+        e.numpy = _numpy_allocated(owner)
+        e.chunks = np.empty(-(-n // CHUNK), np.uint64)
         pg = self.page
         e.start = -(-addr // pg) * pg
-        end = (addr + n) // pg * pg
-        e.len = max(0, end - e.start)
-        # Pages another tracked array covers are not tracked twice (asking one range for its
-        # written pages protects them again, which would hide the write from the other).
-        if e.len and any(o.len and o.start < e.start + e.len and e.start < o.start + o.len
-                         for o in self.entries.values()):
-            e.len = 0
-        if e.len and self.lib.bod_wt_track(e.start, e.len) != 0:
-            e.len = 0
+        e.len = 0
+        present = self.scan_hash(e, a)
+        e.deferred = present * 8 <= len(e.chunks)
+        if not e.deferred:
+            self.track(e)
         self.entries[(addr, n)] = e
         e.finalizer = weakref.finalize(owner, self._gone, (addr, n), e)
         STATS["tracked_arrays"] = len(self.entries)
         return e
 
+    def scan_hash(self, e, a):
+        """Hashes all of an array, the chunks with no page in memory as zeros without reading
+        them (memory numpy allocated: private anonymous pages never touched, or dropped, read
+        as zeros); returns how many chunks it read."""
+        k = len(e.chunks)
+        present = np.ones(k, np.uint8)
+        if e.numpy:
+            present[:] = 0
+            if self.lib.bod_wt_present(e.addr, e.n, e.addr, CHUNK, present.ctypes.data, k) != 0:
+                present[:] = 1
+        self.rehash(e, a.reshape(-1).view(np.uint8), present)
+        return int(np.count_nonzero(present))
+
+    def track(self, e):
+        """Starts tracking the array's whole pages (e.len > 0), unless another tracked array
+        covers some of them or the kernel refuses."""
+        end = (e.addr + e.n) // self.page * self.page
+        e.len = max(0, end - e.start)
+        # Pages another tracked array covers are not tracked twice (asking one range for its
+        # written pages protects them again, which would hide the write from the other).
+        if e.len and any(o is not e and o.len and o.start < e.start + e.len and
+                         e.start < o.start + o.len for o in self.entries.values()):
+            e.len = 0
+        if e.len and self.lib.bod_wt_track(e.start, e.len) != 0:
+            e.len = 0
+
     def refresh(self, e, a):
         """Re-hashes the chunks of a known array that can have changed since it was hashed."""
+        if e.deferred:
+            # Its next sight: hashed again as at its first (its pages still absent are still
+            # zeros, so only what was written since is read), then tracked from now on.
+            e.deferred = False
+            self.scan_hash(e, a)
+            self.track(e)
+            return
         k = len(e.chunks)
         dirty = np.ones(k, np.uint8)
         if e.len:
