@@ -391,10 +391,13 @@ class CallCapture:
         places = rec.placements
         if len(places) > 100000:
             places.clear()
+        static, inter, written, pre = a.static, a.inter, self.written, self.pre
+        first_of = rec.bos.first.setdefault
+        n_bos = len(bos) if bos is not None else 0
         for i, x in enumerate(a.inputs):
             h = hosts[i]
-            role = "static" if i in a.static else "intermediate" if i in a.inter else "input"
-            if bos is None or i >= len(bos):
+            role = "static" if i in static else "intermediate" if i in inter else "input"
+            if i >= n_bos:
                 size = 0 if bos is not None else h.bytes
                 pool = "unbound" if bos is not None else "key"
                 slots.append(Slot(role, i in out_set, h, Placement(ns, pool, keytext, i, size,
@@ -403,38 +406,38 @@ class CallCapture:
                 continue
             bo = bos[i]
             size = int(bo.size())
-            pool_key = pools.get(id(bo))
+            pool_key = pools.get(id(bo)) if pools else None
             # The BO's first call by its identity in the trace (ns, pool, name, index), as the
             # trace reader numbers BOs (an id() a freed BO left to a new one says nothing).
             if pool_key is None:  # the key's own BO: one Placement per value, kept
-                bo_first = rec.bos.first.setdefault((ns, "key", keytext, i), n)
+                bo_first = first_of((ns, "key", keytext, i), n)
                 mk = (ns, keytext, i, size, bo_first)
                 place = places.get(mk)
                 if place is None:
                     place = places[mk] = Placement(ns, "key", keytext, i, size, bo_first)
             else:
                 place = self.placement(pool_key, i, size, 0)
-                place.first_call = rec.bos.first.setdefault(
-                    (place.ns, place.pool, place.name, place.index), n)
-            wrote = self.written[i] and not alias_error
-            nb = min(h.bytes, size)
+                place.first_call = first_of((place.ns, place.pool, place.name, place.index), n)
+            wrote = written[i] and not alias_error
+            hb = h.bytes
+            nb = hb if hb <= size else size
             if wrote:
                 # The whole array written: its hash is the host hash already taken.
-                wh = h.hash if nb == h.bytes else array_hash(x, nb)
+                wh = h.hash if nb == hb else array_hash(x, nb)
                 h2d += nb
                 writes += 1
             else:
                 nb, wh = 0, NO_HASH
             ph = h.source == "placeholder"
-            extent = size if ph else h.bytes
-            if ph and i in self.pre:  # the BO as it was: a placeholder writes at most 0 bytes
-                before = self.pre[i]
-            elif wrote and nb == h.bytes:
+            extent = size if ph else hb
+            if ph and i in pre:  # the BO as it was: a placeholder writes at most 0 bytes
+                before = pre[i]
+            elif wrote and nb == hb:
                 before = wh
             elif wrote:  # larger than its BO: the write raised, the BO holds what it held
-                before = rec.bos.hash(bo, h.bytes, sync=False)
+                before = rec.bos.hash(bo, hb, sync=False)
             else:
-                before = self.pre.get(i, h.hash)
+                before = pre.get(i, h.hash)
             s = Slot(role, i in out_set, h, place, size, wrote, nb, wh, [before, NO_HASH])
             slots.append(s)
             bound.append((i, s, bo, extent, wrote, ph))
@@ -455,33 +458,38 @@ class CallCapture:
             b0 += STATS["bytes_hashed"] - b1
         lazy_call = self.lazy_after and not error and not shadowed
         changes = {}  # id(bo) -> (this call wrote it, its kernel changed it)
+        table, sampled, assumed = rec.bos, self.sampled, self.assumed
         for i, s, bo, extent, wrote, ph in bound:
-            before = s.reuse[0]
+            reuse = s.reuse
+            before = reuse[0]
             lazy = lazy_call and i not in out_set and s.bo.pool == "key" and \
                 s.host.source != "view"
-            if lazy and i in a.static and not wrote and not self.sampled and before != NO_HASH:
+            if lazy and i in static and not wrote and not sampled and before != NO_HASH:
                 # A skipped static slot between its key's sampled calls: not read again; its
                 # bytes are taken to be those read before (docs/recording.md).
                 after = before
-                self.assumed.append(i)
-            elif lazy and not ph and i not in a.static and \
+                assumed.append(i)
+            elif lazy and not ph and i not in static and \
                     not (rec.shadow and rec.missed_static_open(ns, call.bo_key, i)):
                 # An input or intermediate the call does not return: read before the next call
                 # that needs its bytes, not now.
                 after = NO_HASH
                 self.unread_after.append(i)
             else:
-                after = before if error else rec.bos.hash(bo, extent, sync=i not in out_set)
-            s.reuse[1] = after
+                after = before if error else table.hash(bo, extent, sync=i not in out_set)
+            reuse[1] = after
             if not error and after != NO_HASH:
-                rec.bos.remember(bo, extent, after)
-                if i in self.assumed or i in self.assumed_before and after == before and \
-                        not self.sampled:
-                    rec.bos.assumed.add(id(bo))
-            if wrote or NO_HASH not in (before, after) and after != before:
-                rec.bos.changed[id(bo)] = n
-            w, k = changes.get(id(bo), (False, False))
-            changes[id(bo)] = (w or wrote, k or NO_HASH not in (before, after) and after != before)
+                table.remember(bo, extent, after)
+                if i in assumed or i in self.assumed_before and after == before and \
+                        not sampled:
+                    table.assumed.add(id(bo))
+            kernel_changed = before != NO_HASH and after != NO_HASH and after != before
+            if wrote or kernel_changed:
+                table.changed[id(bo)] = n
+            k = id(bo)
+            got = changes.get(k)
+            changes[k] = (wrote, kernel_changed) if got is None else \
+                (got[0] or wrote, got[1] or kernel_changed)
         if self.unread_before:
             call.x.bo_unread_before = self.unread_before
         if self.unread_after:
