@@ -8,8 +8,9 @@ static slot, the one its key's first call passed; one of 1 MiB or more that its 
 after that call is not kept but read back from the BO: `release`, `read_back`), and the call
 line says so in its `x` (`shadow_fed`: [slot, the call whose array it got]). An argument that is a view of an earlier call's BO is copied before the real call, so the
 shadow sees the bytes the engine was given. The copy shares the cache's loaded kernels and
-device but none of its BOs (`_cached_bos`, `_shared_bos`) and none of its profiler: the real
-cache's BOs, the program's arrays and its profile are never touched. Its BOs are dropped after
+device but none of its BOs (`_cached_bos`, `_shared_bos`), none of its profiler and none of its
+log: the real cache's BOs, the program's arrays and its profile are never touched, nothing is
+printed. Its BOs are dropped after
 each run. Runs under the recorder's lock (one shadow run at a time).
 """
 import inspect
@@ -62,6 +63,8 @@ class _Kept:
             self.ref = lambda x=x: x
 
 
+_PRIVATE = ("_cached_bos", "_shared_bos", "profiler", "verbose")
+
 _ZERO_HASHES = {}
 
 
@@ -84,7 +87,7 @@ class Shadow:
         # of at least IN_BO_MIN bytes that its BO held whole after that call
         self.first_arrays = {}
         self.last_real = {}     # (ns, key, slot) -> (array last really written there, its call)
-        self.caches = {}        # id(cache) -> its private copy
+        self.caches = {}        # id(cache) -> (reference to the cache, its private copy)
 
     def before(self, c):
         """Keeps what the shadow run of CallCapture c needs from before the real call."""
@@ -102,15 +105,33 @@ class Shadow:
                 c.snapshots[i] = np.array(a.inputs[i], copy=True)
 
     def copy_of(self, cache):
-        sh = self.caches.get(id(cache))
+        """The cache's private copy for shadow runs. Told apart by identity, not by id() alone:
+        a cache that died and left its id() to a new one gets a new copy. The copy takes the
+        cache's current attributes at every shadow run (a kernel loaded or a setting changed
+        since is seen), except its BOs, its profiler and its log switch: a shadow run never
+        touches the program's BOs or profile and never prints."""
+        got = self.caches.get(id(cache))
+        sh = got[1] if got is not None and got[0]() is cache else None
         if sh is None:
             sh = object.__new__(type(cache))
-            sh.__dict__.update(cache.__dict__)
-            sh._cached_bos = {}
-            sh._shared_bos = {}
-            if hasattr(cache, "profiler"):
-                sh.profiler = _NullProfiler()
-            self.caches[id(cache)] = sh
+            sh._cached_bos, sh._shared_bos = {}, {}
+            key, caches = id(cache), self.caches
+
+            def dropped(ref):  # the cache died: its copy (and what it shares) goes too
+                if caches.get(key, (None,))[0] is ref:
+                    del caches[key]
+            try:
+                ref = weakref.ref(cache, dropped)
+            except TypeError:  # not weak-referenceable: held (its id() cannot be reused)
+                ref = lambda cache=cache: cache
+            self.caches[key] = (ref, sh)
+        for k, v in cache.__dict__.items():
+            if k not in _PRIVATE:
+                sh.__dict__[k] = v
+        if hasattr(cache, "profiler"):
+            sh.profiler = _NullProfiler()
+        if hasattr(cache, "verbose"):
+            sh.verbose = False
         return sh
 
     def release(self, c, call):
