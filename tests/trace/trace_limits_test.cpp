@@ -98,8 +98,8 @@ TEST_F(TraceReaderLimits, DefaultsAreTheDocumentedValues) {
   TraceLimits d;
   EXPECT_EQ(d.max_line_bytes, size_t(64) << 20);
   EXPECT_EQ(d.max_depth, 64);
-  EXPECT_EQ(d.max_calls, 1000000u);
-  EXPECT_EQ(d.max_trace_slots, size_t(1) << 20);
+  EXPECT_EQ(d.max_calls, size_t(1) << 18);
+  EXPECT_EQ(d.max_trace_slots, size_t(1) << 19);
   EXPECT_EQ(d.max_slots, 4096u);
   EXPECT_EQ(d.max_string_bytes, size_t(1) << 20);
   EXPECT_EQ(d.max_values, size_t(1) << 21);
@@ -152,7 +152,7 @@ TEST_F(TraceReaderLimits, NestingAt64AcceptedAt65Refused) {
                   "expected at most 64 levels of [ and { per line", "TraceLimits::max_depth"});
 }
 
-// ---- calls: 1,000,000 (TraceLimits::max_calls) ----------------------------------------------
+// ---- calls: 2^18 (TraceLimits::max_calls) --------------------------------------------------
 
 TEST_F(TraceReaderLimits, CallsAtLimitAcceptedOnePastRefused) {
   TraceLimits lim;
@@ -166,7 +166,7 @@ TEST_F(TraceReaderLimits, CallsAtLimitAcceptedOnePastRefused) {
                  lim);
 }
 
-// ---- slots of all calls: 2^20 (TraceLimits::max_trace_slots) ------------------------------
+// ---- slots of all calls: 2^19 (TraceLimits::max_trace_slots) ------------------------------
 
 TEST_F(TraceReaderLimits, TraceSlotsAtLimitAcceptedOnePastRefused) {
   TraceLimits lim;

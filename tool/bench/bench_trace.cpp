@@ -6,8 +6,10 @@
 // runs `bo-doctor analyze` and `bo-doctor skeleton` on each as child processes, interleaved,
 // and prints the wall time and the child's peak RSS (min/median/max over the runs). Also
 // traces of 15k, 30k and 60k calls each with a finding of its own (--distinct; 0 for none),
-// whose times should double with the count. Prints, asserts nothing.
-//   bench_trace [runs] [--sizes 100000,1000000] [--distinct 15000,30000,60000]
+// whose times should double with the count. --at-limits adds the traces at the reader's limits
+// (TraceLimits): 6-slot calls up to max_trace_slots, and max_calls calls without slots.
+// Prints, asserts nothing.
+//   bench_trace [runs] [--sizes 100000,1000000] [--distinct 15000,30000,60000] [--at-limits]
 //               [--bin PATH/bo-doctor] [--keep DIR]
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -165,6 +167,34 @@ void write_distinct_trace(const std::string& path, long calls) {
   out << trace_end_line(t) << '\n';
 }
 
+// Writes a trace of `calls` calls of a kernel without slots (the most calls a trace may hold
+// costs the reader and the skeleton per call, not per slot).
+void write_slotless_trace(const std::string& path, long calls) {
+  Trace t;
+  t.header.producer = "bench_trace";
+  t.header.model_name = "bench";
+  t.header.caps.run = t.header.caps.no_reuse = true;
+  t.header.kernels = {KernelInfo{"k0", {}, ""}};
+  std::ofstream out(path, std::ios::binary);
+  out << trace_header_line(t) << '\n';
+  for (long n = 1; n <= calls; ++n) {
+    TraceCall c;
+    c.number = static_cast<int>(n);
+    c.kernel = "k0";
+    c.bo_key = "k";
+    c.key_first_call = 1;
+    c.phase = "decode";
+    c.token = (n - 1) / kKernels;
+    c.layer = static_cast<int>((n - 1) % kKernels);
+    c.path = "decode.py:100";
+    out << trace_call_line(t, c) << '\n';
+  }
+  t.reuse.calls = t.noreuse.calls = calls;
+  out << trace_figures_line(t, TraceEngine::reuse) << '\n';
+  out << trace_figures_line(t, TraceEngine::no_reuse) << '\n';
+  out << trace_end_line(t) << '\n';
+}
+
 struct Run {
   double seconds = 0;
   long max_rss_kib = 0;
@@ -211,6 +241,7 @@ int main(int argc, char** argv) {
   std::vector<long> distinct = {15000, 30000, 60000};
   std::string bin = (fs::path(argv[0]).parent_path() / "bo-doctor").string();
   std::string keep;
+  bool at_limits = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if ((a == "--sizes" || a == "--distinct") && i + 1 < argc) {
@@ -225,6 +256,8 @@ int main(int argc, char** argv) {
       }
     } else if (a == "--bin" && i + 1 < argc) {
       bin = argv[++i];
+    } else if (a == "--at-limits") {
+      at_limits = true;
     } else if (a == "--keep" && i + 1 < argc) {
       keep = argv[++i];
     } else {
@@ -254,6 +287,28 @@ int main(int argc, char** argv) {
                   static_cast<double>(fs::file_size(f)) / (1 << 20), s);
       files.push_back({label, f});
     }
+  if (at_limits) {
+    const TraceLimits lim;
+    long slot_calls = static_cast<long>(lim.max_trace_slots / kSlots);
+    long slotless = static_cast<long>(lim.max_calls);
+    for (int kind = 0; kind < 2; ++kind) {
+      long n = kind ? slotless : slot_calls;
+      std::string f = (dir / (kind ? "slotless_at_max_calls.trace.jsonl"
+                                   : "slots_at_max_trace_slots.trace.jsonl"))
+                          .string();
+      auto t0 = std::chrono::steady_clock::now();
+      if (kind)
+        write_slotless_trace(f, n);
+      else
+        write_big_trace(f, n);
+      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::string label = std::to_string(n) + (kind ? " calls without slots (max_calls)"
+                                                    : " calls of 6 slots (max_trace_slots)");
+      std::printf("trace %s: %.1f MiB, written in %.2f s\n", label.c_str(),
+                  static_cast<double>(fs::file_size(f)) / (1 << 20), s);
+      files.push_back({label, f});
+    }
+  }
   std::fflush(stdout);
   const char* cmds[] = {"analyze", "skeleton"};
   // [size][cmd] -> runs

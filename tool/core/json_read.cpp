@@ -32,11 +32,11 @@ class JsonSax {
   bool end_array() { return close(); }
   bool key(typename J::string_t& k) {
     auto& f = r_.open_.back();
-    f.key = k;
-    if (!count()) return false;
-    auto& obj = stack_.back()->template get_ref<typename J::object_t&>();
     bool inserted;
     if constexpr (kOrdered) {
+      f.key = k;
+      if (!count()) return false;
+      auto& obj = stack_.back()->template get_ref<typename J::object_t&>();
       inserted = f.keys.insert(k).second;
       if (inserted) {
         auto& items = static_cast<typename J::object_t::Container&>(obj);
@@ -44,8 +44,19 @@ class JsonSax {
         slot_ = &items.back().second;
       }
     } else {
-      auto [it, ins] = obj.emplace(std::move(k), nullptr);
+      // The key is not copied: the frame points at the map's own (stable) copy.
+      f.key_at = nullptr;
+      if (!count()) {
+        f.key = std::move(k);
+        return false;
+      }
+      auto& obj = stack_.back()->template get_ref<typename J::object_t&>();
+      auto [it, ins] = obj.try_emplace(std::move(k), nullptr);  // k kept when not inserted
       inserted = ins;
+      if (ins)
+        f.key_at = &it->first;
+      else
+        f.key = k;
       slot_ = &it->second;
     }
     if (!inserted) {
@@ -132,7 +143,8 @@ JsonReader::Stop JsonReader::parse(const std::string& text, nlohmann::ordered_js
 
 std::string JsonReader::pointer() const {
   std::string p;
-  for (auto& f : open_) p += "/" + (f.array ? std::to_string(f.index) : ptr_key(f.key));
+  for (auto& f : open_)
+    p += "/" + (f.array ? std::to_string(f.index) : ptr_key(f.key_at ? *f.key_at : f.key));
   return p;
 }
 

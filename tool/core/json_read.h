@@ -44,8 +44,9 @@ class JsonReader {
   Stop run(const std::string& text, J& out);
   struct Frame {
     bool array = false;
-    size_t index = 0;                      // arrays: the index of the element being read
-    std::string key;                       // objects: the key whose value is being read
+    size_t index = 0;  // arrays: the index of the element being read
+    std::string key;   // objects: the key whose value is being read (unless key_at is set)
+    const std::string* key_at = nullptr;   // that key, as the map being built holds it
     std::unordered_set<std::string> keys;  // objects of an ordered_json: the keys so far
   };
   size_t max_values_;

@@ -93,21 +93,25 @@ Error missing(Cursor& c, const char* want) {
   return c.err(std::string("missing required field (expected ") + want + ")");
 }
 
+Status unknown_key(Cursor& c, std::string_view k, const rjson& v,
+                   const std::vector<const char*>& known) {
+  auto in = c.in(k);
+  if (k == "x") {
+    if (!v.is_object()) return c.err(expected("an object (writer extensions)", v));
+    return ok_status();
+  }
+  std::string list;
+  for (auto* n : known) list += (list.empty() ? "" : ", ") + std::string(n);
+  return c.err("unknown key \"" + excerpt(k, kMsgBytes) + "\"; expected one of " + list +
+               " (extensions go under \"x\")");
+}
+
 Status only_keys(Cursor& c, const rjson& o, const std::vector<const char*>& known) {
   for (auto it = o.begin(); it != o.end(); ++it) {
-    const std::string& k = it.key();
+    std::string_view k = it.key();
     bool ok = false;
     for (auto* n : known) ok = ok || k == n;
-    if (ok) continue;
-    auto in = c.in(k);
-    if (k == "x") {
-      if (!it.value().is_object()) return c.err(expected("an object (writer extensions)", *it));
-      continue;
-    }
-    std::string list;
-    for (auto* n : known) list += (list.empty() ? "" : ", ") + std::string(n);
-    return c.err("unknown key \"" + excerpt(k, kMsgBytes) + "\"; expected one of " + list +
-                 " (extensions go under \"x\")");
+    if (!ok) BOD_CHECK(unknown_key(c, k, it.value(), known));
   }
   return ok_status();
 }

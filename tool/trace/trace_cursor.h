@@ -106,5 +106,9 @@ Error missing(Cursor& c, const char* want);
 // Refuses keys outside `known` (typo protection); "x" holds a writer's extensions: any object,
 // not read.
 Status only_keys(Cursor& c, const rjson& o, const std::vector<const char*>& known);
+// One key of an object that `known` does not list: ok for "x" holding an object, else the error
+// only_keys gives.
+Status unknown_key(Cursor& c, std::string_view k, const rjson& v,
+                   const std::vector<const char*>& known);
 
 }  // namespace bod::trace_json

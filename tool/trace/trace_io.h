@@ -18,10 +18,11 @@ namespace bod {
 struct TraceLimits {
   size_t max_line_bytes = size_t(64) << 20;  // one line, without its '\n'
   int max_depth = 64;                        // JSON nesting of one line (arrays and objects)
-  // What analyze and skeleton do in seconds and well under 1.5 GB (docs/robustness.md): 10^6
-  // calls without slots, 2^20 slots (10^5 calls of 6 slots: analyze 12 s, 342 MiB).
-  size_t max_calls = 1000000;                 // call lines in the trace
-  size_t max_trace_slots = size_t(1) << 20;   // slots of all calls together
+  // What analyze and skeleton do within 15 s and 1.5 GB on a loaded 2-core machine
+  // (docs/robustness.md): 2^18 calls (without slots: skeleton 9-12 s), 2^19 slots (87k calls
+  // of 6 slots: analyze about 6 s, skeleton about 8 s).
+  size_t max_calls = size_t(1) << 18;         // call lines in the trace
+  size_t max_trace_slots = size_t(1) << 19;   // slots of all calls together
   size_t max_slots = 4096;                    // slots of one kernel or call
   size_t max_string_bytes = size_t(1) << 20;  // one JSON string as written (escapes included)
   size_t max_values = size_t(1) << 21;        // JSON values and keys in one line

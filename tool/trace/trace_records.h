@@ -6,8 +6,10 @@
 // same tables print docs/trace.schema.json and the field reference in docs/trace-format.md
 // (trace_schema.h). Adding a trace fact is one row here, plus its producer and its consumer.
 #pragma once
+#include <algorithm>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "trace/trace.h"
@@ -67,10 +69,17 @@ struct Record {
   std::vector<Field<R>> fields;
   Status (*check)(Cursor&, const rjson&, R&, ReadCtx&) = nullptr;  // after the fields
   std::vector<const char*> keys = {};  // "type" (lines), then the fields' keys: see keyed()
+  // The keys sorted as an object's keys iterate, each with its field's index (-1: "type"):
+  // read_record matches an object to its fields in one merge (see there).
+  std::vector<std::pair<std::string_view, int>> sorted = {};
 
   Record&& keyed() && {
     if (line) keys.push_back("type");
     for (auto& f : fields) keys.push_back(f.key);
+    if (line) sorted.emplace_back("type", -1);
+    for (size_t i = 0; i < fields.size(); ++i)
+      sorted.emplace_back(fields[i].key, static_cast<int>(i));
+    std::sort(sorted.begin(), sorted.end());
     return std::move(*this);
   }
 };
@@ -86,27 +95,46 @@ ojson write_record(const Record<R>& rec, const R& r, const WriteCtx& w) {
 }
 
 // Unknown keys, then fields of capabilities the header does not declare, then every field in
-// table order; the record's own check last.
+// table order; the record's own check last. An object's keys iterate sorted (rjson's objects are
+// std::maps), so one merge with the record's sorted keys finds every field's value and the
+// first unknown key: linear in keys + fields, no lookup per field.
 template <class R>
 Status read_record(Cursor& c, const rjson& o, const Record<R>& rec, R& r, ReadCtx& st) {
-  BOD_CHECK(only_keys(c, o, rec.keys));
+  constexpr size_t kInline = 64;
+  const rjson* inline_vals[kInline];
+  std::vector<const rjson*> more;
+  const rjson** vals = inline_vals;
+  if (rec.fields.size() > kInline) {
+    more.resize(rec.fields.size());
+    vals = more.data();
+  }
+  std::fill(vals, vals + rec.fields.size(), nullptr);
+  auto k = rec.sorted.begin(), k_end = rec.sorted.end();
+  for (auto it = o.begin(); it != o.end(); ++it) {
+    std::string_view key = it.key();
+    while (k != k_end && k->first < key) ++k;
+    if (k != k_end && k->first == key) {
+      if (k->second >= 0) vals[k->second] = &it.value();
+      continue;
+    }
+    BOD_CHECK(unknown_key(c, key, it.value(), rec.keys));
+  }
   const Capabilities& caps = st.t.header.caps;
-  for (auto& f : rec.fields)
-    if (!gate_open(f.gate, caps, true))
-      if (const rjson* v = find(o, f.key)) {
-        auto in = c.in(f.key);
-        return c.err("found " + quote(*v) + ", but this field needs capability \"" +
-                     gate_name(f.gate) + "\", which the header does not declare");
-      }
-  for (auto& f : rec.fields) {
+  for (size_t i = 0; i < rec.fields.size(); ++i)
+    if (vals[i] && !gate_open(rec.fields[i].gate, caps, true)) {
+      auto in = c.in(rec.fields[i].key);
+      return c.err("found " + quote(*vals[i]) + ", but this field needs capability \"" +
+                   gate_name(rec.fields[i].gate) + "\", which the header does not declare");
+    }
+  for (size_t i = 0; i < rec.fields.size(); ++i) {
+    auto& f = rec.fields[i];
     if (!gate_open(f.gate, caps, true)) continue;
     auto in = c.in(f.key);
-    const rjson* v = find(o, f.key);
-    if (!v) {
+    if (!vals[i]) {
       if (f.presence == Presence::optional) continue;
       return missing(c, f.want);
     }
-    BOD_CHECK(f.read(c, *v, r, st));
+    BOD_CHECK(f.read(c, *vals[i], r, st));
   }
   if (rec.check) BOD_CHECK(rec.check(c, o, r, st));
   return ok_status();
