@@ -435,6 +435,49 @@ TEST_F(Record, KilledProgramStillLeavesATrace) {
   EXPECT_EQ(rep["coverage"]["finished"], false) << j.out;
 }
 
+// The recorder's own failure at call 12 (its capture raises): the program runs on unrecorded,
+// and the trace says where the recording stopped (a "gap" line), so no report passes the 11
+// recorded calls as the whole run.
+TEST_F(Record, RecorderFailureIsAGapInTheTrace) {
+  fs::path trace = dir_ / "stopped.jsonl";
+  fs::path script = dir_ / "fail.py";
+  std::ofstream(script) << "import runpy, sys\n"
+                           "sys.argv = ['run_llama.py', '--bug', 'none']\n"
+                           "import bo_doctor._capture as cap\n"
+                           "orig = cap.CallCapture.before\n"
+                           "n = [0]\n"
+                           "def before(self, rec):\n"
+                           "    n[0] += 1\n"
+                           "    if n[0] == 12: raise RuntimeError('boom')\n"
+                           "    return orig(self, rec)\n"
+                           "cap.CallCapture.before = before\n"
+                           "runpy.run_path('" BOD_SOURCE_DIR
+                           "/tests/recorder/standin/run_llama.py', run_name='__main__')\n";
+  Proc r =
+      run(std::string("PYTHONPATH=") + BOD_SOURCE_DIR + "/tests/recorder/standin " + BOD_BINARY +
+          " record -o " + trace.string() + " -- " + kPython + " " + script.string());
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("recording stopped at call 12 (RuntimeError: boom)"), std::string::npos)
+      << r.err;
+  auto t = read_trace(trace.string());
+  ASSERT_TRUE(t) << t.error().line();
+  EXPECT_EQ(t->calls.size(), 11u);
+  EXPECT_TRUE(t->finished);  // the program ended normally: the gap is what is missing
+  ASSERT_EQ(t->gaps.size(), 1u);
+  EXPECT_EQ(t->gaps[0].cause, GapCause::recorder_stopped);
+  EXPECT_EQ(t->gaps[0].after_call, 11);
+  EXPECT_EQ(t->gaps[0].detail, "RuntimeError: boom");
+  Proc a = run(std::string(BOD_BINARY) + " analyze " + trace.string());
+  EXPECT_NE(a.out.find("recording incomplete: process 0: the recorder stopped after call 11 "
+                       "(RuntimeError: boom); its later calls are not in the trace)"),
+            std::string::npos)
+      << a.out;
+  Proc j = run(std::string(BOD_BINARY) + " analyze --format json " + trace.string());
+  json rep = json::parse(j.out, nullptr, false);
+  ASSERT_TRUE(rep["coverage"]["recording_gaps"].is_array()) << j.out;
+  EXPECT_EQ(rep["coverage"]["recording_gaps"].size(), 1u) << j.out;
+}
+
 // A plain recording states what it could not check: no no-reuse figure (not 0, not cosine
 // 1.000000), per-key divergence "needs --shadow", the coverage beside the verdict in text,
 // JSON, SARIF and JUnit; with --shadow there is nothing to add.
@@ -544,6 +587,11 @@ TEST(Spool, TornLastLineIsDropped) {
   auto trace = read_trace(t, "trace");
   ASSERT_TRUE(trace) << trace.error().line();
   EXPECT_EQ(trace->header.kernels.size(), 1u);
+  // The lost call is a gap of the recording, which every report states beside the verdict.
+  ASSERT_EQ(trace->gaps.size(), 1u);
+  EXPECT_EQ(trace->gaps[0].cause, GapCause::cut_off);
+  EXPECT_EQ(trace->gaps[0].process, 0);
+  EXPECT_EQ(trace->gaps[0].after_call, 0);
 }
 
 TEST(Spool, CorruptMiddleLineIsAnError) {

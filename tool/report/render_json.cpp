@@ -176,6 +176,7 @@ std::string render_json(const Report& r) {
                        {"no_reuse", r.coverage.no_reuse},
                        {"finished", r.coverage.finished},
                        {"need_no_reuse", r.coverage.need_no_reuse},
+                       {"recording_gaps", r.coverage.recording_gaps},
                        {"note", r.coverage.note()}};
     if (r.coverage.shadowed >= 0) {
       j["coverage"]["shadowed_calls"] = r.coverage.shadowed;

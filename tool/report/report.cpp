@@ -112,6 +112,10 @@ std::string Coverage::note() const {
     }
   }
   if (!finished) s += std::string(s.empty() ? "" : "; ") + "the run stopped early";
+  if (!recording_gaps.empty()) {
+    s += std::string(s.empty() ? "" : "; ") + "recording incomplete: ";
+    for (size_t i = 0; i < recording_gaps.size(); ++i) s += (i ? ", " : "") + recording_gaps[i];
+  }
   if (shadowed >= 0) s += std::string(s.empty() ? "" : "; ") + shadow_note();
   return s;
 }
@@ -189,6 +193,19 @@ Report build_report(const std::string& command, const Trace& t, bool timings,
     for (auto& c : t.calls) r.coverage.shadowed += c.shadowed();
   }
   r.coverage.finished = t.finished;
+  for (auto& g : t.gaps) {
+    std::string after = g.after_call ? "after call " + std::to_string(g.after_call)
+                                     : std::string("before its first call");
+    std::string what = g.cause == GapCause::recorder_stopped
+                           ? "the recorder stopped " + after +
+                                 (g.detail.empty() ? "" : " (" + g.detail + ")") +
+                                 "; its later calls are not in the trace"
+                           : std::string("the line of its ") +
+                                 (g.after_call ? "call after call " + std::to_string(g.after_call)
+                                               : std::string("first call")) +
+                                 " was cut off by its death; that call is lost";
+    r.coverage.recording_gaps.push_back("process " + std::to_string(g.process) + ": " + what);
+  }
   for (auto& g : r.gaps)
     if (g.missing.find("no_reuse") != std::string::npos)
       r.coverage.need_no_reuse.push_back(g.check);

@@ -48,17 +48,23 @@ struct Coverage {
   int ran = 0;           // fed fully by the trace
   bool no_reuse = true;  // compared with a no-reuse engine (check, record --shadow)
   bool finished = true;  // the run reached its end (the trace has its "end" line)
+  // A recording's missing stretches (the trace's "gap" lines), one phrase each: "process 0:
+  // the recorder stopped after call 57 (TypeError: ...)".
+  std::vector<std::string> recording_gaps;
   std::vector<std::string> need_no_reuse;  // checks not (fully) run for want of no_reuse
   // A recording with shadow runs (record --shadow): the calls that ran on the no-reuse engine,
   // of `calls`; -1 for any other trace. Every format states it ("shadowed N of M calls").
   long shadowed = -1, calls = 0;
   // Nothing to say: every check's evidence was there, the run finished.
-  bool complete() const { return no_reuse && finished && ran == checks && shadowed < 0; }
+  bool complete() const {
+    return no_reuse && finished && ran == checks && shadowed < 0 && recording_gaps.empty();
+  }
   // "shadowed N of M calls; the other K each like an earlier call of the same kind" ("" when
   // not a recording with shadow runs).
   std::string shadow_note() const;
   // "no no-reuse run: 6 of 13 checks ran; static-clobber, ... need record --shadow", and/or
-  // "the run stopped early"; "" when there is nothing to add beside the verdict.
+  // "the run stopped early", "recording incomplete: ..."; "" when there is nothing to add
+  // beside the verdict.
   std::string note() const;
 };
 

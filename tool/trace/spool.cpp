@@ -31,6 +31,9 @@ struct Proc {
   long long fork_calls = 0;  // fork_of.calls: numbers up to it are the parent's
   std::string fork_of;       // fork_of.spool
   bool ended = false;
+  bool torn = false;         // its last line was cut off by its death (a call lost)
+  long long stopped_at = 0;  // the recorder stopped at this local call number (0: it did not)
+  std::string stopped_why;   // what it said
   // Second pass
   int parent = -1;       // index (after ordering) of the process it forked from
   long long offset = 0;  // global number of its call fork_calls + 1, minus 1
@@ -58,7 +61,7 @@ Status scan(Proc& p, SpoolSummary& summary, long long h2d[2], long long writes[2
       ojson j = ojson::parse(line, nullptr, false);
       if (j.is_discarded() || !j.is_object()) {
         if (!more) {  // cut off by the process's death: drop it
-          summary.torn = true;
+          summary.torn = p.torn = true;
           break;
         }
         return Error{where, "not a JSON object; the spool is corrupt"};
@@ -102,6 +105,13 @@ Status scan(Proc& p, SpoolSummary& summary, long long h2d[2], long long writes[2
             writes[e] += c["writes"][e].get<long long>();
         }
       } else if (kind == "view_read" && j.contains("event") && j["event"].is_object()) {
+      } else if (kind == "stopped") {
+        // The recorder's own failure: no later call of this process is in the spool.
+        if (!p.stopped_at) {
+          p.stopped_at = std::max(1LL, get_ll(j, "call", 1));
+          if (j.contains("why") && j["why"].is_string()) p.stopped_why = j["why"];
+        }
+        ++summary.stopped;
       } else if (kind == "end") {
         p.ended = true;
         auto it = j.find("recorder_seconds");
@@ -262,6 +272,19 @@ Status assemble(std::vector<Proc>& ps, std::ostream& out, SpoolSummary& summary)
         if (keep) out << e.dump() << "\n";
       }
     }
+    // What of this process is missing, after its calls (a gap names its last call before).
+    long long last = p.calls ? p.offset + static_cast<long long>(p.calls)
+                             : (p.parent >= 0 ? global(ps, p.parent, p.fork_calls) : 0);
+    auto gap = [&](GapCause cause, const std::string& detail) {
+      RecordingGap g;
+      g.process = pi;
+      g.after_call = static_cast<int>(last);
+      g.cause = cause;
+      g.detail = detail;
+      out << trace_gap_line(g) << "\n";
+    };
+    if (p.stopped_at) gap(GapCause::recorder_stopped, p.stopped_why);
+    if (p.torn) gap(GapCause::cut_off, "");
   }
   for (int e = 0; e < 2; ++e) {
     EngineFigures& f = e == 0 ? t.reuse : t.noreuse;

@@ -25,6 +25,7 @@ struct SpoolSummary {
   size_t calls = 0;
   bool ended = false;           // the first process reached the recorder's exit hook
   bool torn = false;            // a last line was cut off (a process died mid-write) and dropped
+  size_t stopped = 0;           // processes whose recorder stopped after a failure of its own
   bool shadow = false;          // calls carry shadow (no-reuse) runs
   size_t shadowed = 0;          // with shadow: the calls that ran on the no-reuse engine
   double recorder_seconds = 0;  // time the recorder spent outside the engine, all processes

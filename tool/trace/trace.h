@@ -245,10 +245,24 @@ struct EngineFigures {
   double first_calls_s = 0;
 };
 
+// A stretch of a recording that is missing (record): the calls a process made after
+// `after_call` are not all in the trace.
+enum class GapCause : uint8_t {
+  recorder_stopped,  // the recorder failed at the next call and recorded nothing more there
+  cut_off,           // the process died while writing a call's line: that call is lost
+};
+struct RecordingGap {
+  int process = 0;     // the recorded process (TraceCall::process)
+  int after_call = 0;  // the last call of it in the trace before the gap; 0: none
+  GapCause cause = GapCause::recorder_stopped;
+  std::string detail;  // what the recorder said ("TypeError: ..."), or ""
+};
+
 struct Trace {
   TraceHeader header;
   std::vector<TraceCall> calls;  // calls[i].number == i + 1
   std::vector<ViewRead> view_reads;
+  std::vector<RecordingGap> gaps;  // a recording's missing stretches ("gap" lines)
   std::vector<TokenStep> tokens_reuse, tokens_noreuse;
   std::vector<VerifyOutput> verify;
   int noreuse_extra_calls = 0;  // calls the no-reuse dataflow ran alone after the split

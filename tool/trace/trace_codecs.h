@@ -141,6 +141,12 @@ struct Pools {
                                        {"unbound", BoPool::unbound}};
   static constexpr const char* def = nullptr;
 };
+struct GapCauses {
+  using E = GapCause;
+  static constexpr Names<E> names[] = {{"recorder_stopped", GapCause::recorder_stopped},
+                                       {"cut_off", GapCause::cut_off}};
+  static constexpr const char* def = nullptr;
+};
 struct Engines {
   using E = TraceEngine;
   static constexpr Names<E> names[] = {{"reuse", TraceEngine::reuse},

@@ -62,6 +62,10 @@ std::string trace_token_line(TraceEngine e, const TokenStep& s) {
   return line_of(token_record(), l, kNoCaps, false);
 }
 
+std::string trace_gap_line(const RecordingGap& g) {
+  return line_of(gap_record(), g, kNoCaps, false);
+}
+
 std::string trace_verify_line(const VerifyOutput& v) {
   return line_of(verify_record(), v, kNoCaps, false);
 }
@@ -81,6 +85,7 @@ void write_trace(std::ostream& out, const Trace& t) {
   out << trace_header_line(t) << '\n';
   for (auto& c : t.calls) out << trace_call_line(t, c) << '\n';
   for (auto& v : t.view_reads) out << trace_view_read_line(v) << '\n';
+  for (auto& g : t.gaps) out << trace_gap_line(g) << '\n';
   for (auto& s : t.tokens_reuse) out << trace_token_line(TraceEngine::reuse, s) << '\n';
   for (auto& s : t.tokens_noreuse) out << trace_token_line(TraceEngine::no_reuse, s) << '\n';
   if (t.header.caps.verify)
@@ -151,6 +156,13 @@ Status read_view_read(Cursor& c, const rjson& o, ReadCtx& st) {
   return ok_status();
 }
 
+Status read_gap(Cursor& c, const rjson& o, ReadCtx& st) {
+  RecordingGap g;
+  BOD_CHECK(read_record(c, o, gap_record(), g, st));
+  st.t.gaps.push_back(std::move(g));
+  return ok_status();
+}
+
 Status read_token(Cursor& c, const rjson& o, ReadCtx& st) {
   TokenLine l;
   BOD_CHECK(read_record(c, o, token_record(), l, st));
@@ -196,6 +208,7 @@ const char* name_of() {
 const LineType kLineTypes[] = {
     {name_of<TraceCall, call_record>, read_call},
     {name_of<ViewRead, view_read_record>, read_view_read},
+    {name_of<RecordingGap, gap_record>, read_gap},
     {name_of<TokenLine, token_record>, read_token},
     {name_of<VerifyOutput, verify_record>, read_verify},
     {name_of<FiguresLine, figures_record>, read_figures},

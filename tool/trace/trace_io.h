@@ -37,6 +37,7 @@ enum class TraceEngine { reuse, no_reuse };
 std::string trace_header_line(const Trace& t);
 std::string trace_call_line(const Trace& t, const TraceCall& c);
 std::string trace_view_read_line(const ViewRead& v);
+std::string trace_gap_line(const RecordingGap& g);
 std::string trace_token_line(TraceEngine e, const TokenStep& s);
 std::string trace_verify_line(const VerifyOutput& v);
 std::string trace_figures_line(const Trace& t, TraceEngine e);  // seconds when t.timings

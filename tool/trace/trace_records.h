@@ -152,6 +152,7 @@ struct FiguresLine : EngineFigures {
 const Record<TraceHeader>& header_record();
 const Record<TraceCall>& call_record();
 const Record<ViewRead>& view_read_record();
+const Record<RecordingGap>& gap_record();
 const Record<TokenLine>& token_record();
 const Record<VerifyOutput>& verify_record();
 const Record<FiguresLine>& figures_record();

@@ -68,6 +68,27 @@ const Record<ViewRead>& view_read_record() {
   return r;
 }
 
+const Record<RecordingGap>& gap_record() {
+  using R = RecordingGap;
+  static const auto r = Record<R>{
+      "gap",
+      true,
+      "an object",
+      "a stretch of a recording that is missing (bo-doctor record): calls of a process after "
+      "after_call are not all in the trace; reports say so beside the verdict",
+      {
+          f<R, &R::process, Int<0, INT_MAX>>("process", "the recorded process (a call's process)"),
+          f<R, &R::after_call, CallRef<0>>("after_call",
+                                           "its last call in the trace before the gap; 0: none"),
+          f<R, &R::cause, Enum<GapCauses>>(
+              "cause",
+              "recorder_stopped: the recorder failed at the process's next call and recorded "
+              "nothing more there; cut_off: the process died while writing a call's line"),
+          f<R, &R::detail, Str>("detail", "what the recorder said, or \"\""),
+      }}.keyed();
+  return r;
+}
+
 const Record<TokenLine>& token_record() {
   using R = TokenLine;
   static const auto r = Record<R>{
@@ -163,15 +184,15 @@ const Record<Trace>& end_record() {
 }
 
 std::vector<RecordInfo> all_records() {
-  return {info(header_record()),        info(call_record()),        info(view_read_record()),
-          info(token_record()),         info(verify_record()),      info(figures_record()),
-          info(end_record()),           info(model_record()),       info(backend_record()),
-          info(caps_record()),          info(kernel_record()),      info(kernel_slot_record()),
-          info(header_verify_record()), info(verify_spec_record()), info(labels_record()),
-          info(slot_record()),          info(host_record()),        info(bo_record()),
-          info(access_record()),        info(probe_record()),       info(output_record()),
-          info(seconds_record()),       info(xrt_slot_record()),    info(host_op_record()),
-          info(xrt_run_record())};
+  return {info(header_record()),      info(call_record()),          info(view_read_record()),
+          info(gap_record()),         info(token_record()),         info(verify_record()),
+          info(figures_record()),     info(end_record()),           info(model_record()),
+          info(backend_record()),     info(caps_record()),          info(kernel_record()),
+          info(kernel_slot_record()), info(header_verify_record()), info(verify_spec_record()),
+          info(labels_record()),      info(slot_record()),          info(host_record()),
+          info(bo_record()),          info(access_record()),        info(probe_record()),
+          info(output_record()),      info(seconds_record()),       info(xrt_slot_record()),
+          info(host_op_record()),     info(xrt_run_record())};
 }
 
 ojson shared_defs() {

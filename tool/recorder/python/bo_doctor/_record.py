@@ -44,7 +44,7 @@ from ._frames import refresh_snapshots
 from ._hashing import NO_HASH, STATS
 from ._labels import call_labels, caller_path, holder_name
 from ._records import (OMIT, CallRecord, EndRecord, ForkOf, HeaderRecord, KernelRecord,
-                       KernelSlot)
+                       KernelSlot, StoppedRecord)
 from ._shadow import Shadow
 from ._spool import Spool
 from ._views import ViewTable
@@ -185,8 +185,16 @@ class Recorder:
     def stop(self, c, e):
         """Stops recording after a failure of the recorder's own (never the engine's)."""
         self.stopped = True
-        sys.stderr.write("bo-doctor record: recording stopped at call %s (%s: %s); the trace "
-                         "ends before it\n" % (getattr(c, "n", "?"), type(e).__name__, e))
+        n = getattr(c, "n", None)
+        if not isinstance(n, int):  # failed before the call got its number: the next one
+            n = self.n + 1
+        why = "%s: %s" % (type(e).__name__, e)
+        sys.stderr.write("bo-doctor record: recording stopped at call %d (%s); the trace ends "
+                         "before it\n" % (n, why))
+        try:  # the trace says so too (a `gap` line), so no report passes it as whole
+            self.spool.write(StoppedRecord(n, why))
+        except Exception:
+            pass
         return False
 
     # --- shared tables (called under the lock) -------------------------------------------------

@@ -10,7 +10,8 @@ the shadow run adds. A field holding OMIT is left out: the shadow run's fields (
 
 Spool line kinds (tool/trace/spool.cpp reads them): `header` (once, first), `kernel` (a kernel
 table entry, when a kernel first appears), `call` (a call line of the trace, under "call"),
-`view_read` (a trace event, under "event"), `end` (the program ended).
+`view_read` (a trace event, under "event"), `stopped` (the recorder failed at call `call` and
+records nothing more in this process: the trace's `gap` line), `end` (the program ended).
 
 This module only describes and serializes; it reads nothing of the program.
 """
@@ -202,6 +203,13 @@ class CallRecord:
 class ViewReadRecord:
     kind: str = field(default="view_read", init=False)
     event: ViewRead
+
+
+@dataclass
+class StoppedRecord:
+    kind: str = field(default="stopped", init=False)
+    call: int
+    why: str
 
 
 @dataclass
