@@ -294,6 +294,28 @@ for i in range(2):
 call(c)
 """ % child), 0, 6, 3)
 
+    def test_subprocess_child_that_cannot_record(self):
+        # A child whose interpreter fails the preflight (numpy not importable there) runs
+        # unrecorded; the trace says so (a gap of process 1), so the report is not a plain PASS.
+        shim = os.path.join(self.dir, "shim", "numpy")
+        os.makedirs(shim)
+        with open(os.path.join(shim, "__init__.py"), "w") as f:
+            f.write("raise ImportError('No module named numpy')\n")
+        child = self.write("child.py", "print('child ran')\n", prelude=False)
+        self.check(self.write("p.py", """
+import subprocess
+c = make_cache()
+call(c)
+env = dict(os.environ, PYTHONPATH=%r)
+subprocess.run([sys.executable, %r], check=True, env=env)
+call(c)
+""" % (os.path.dirname(shim), child)), 0, 2, 1)
+        gaps = self.report["coverage"]["recording_gaps"]
+        self.assertEqual(len(gaps), 1, gaps)
+        self.assertIn("process 1: the recorder stopped before its first call (this process was "
+                      "not recorded: numpy is not importable", gaps[0])
+        self.assertIn("recording incomplete", self.report["coverage"]["note"])
+
     def test_subprocess_child_sets_its_own_pythonpath(self):
         child = self.write("child.py", "call(make_cache('ch'))\n")
         self.check(self.write("p.py", """

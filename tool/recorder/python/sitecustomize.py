@@ -59,12 +59,48 @@ def _stop(problem, fix):
     os._exit(2)
 
 
+def _note_unrecorded(problem):
+    """A child of a recorded program that cannot record: a spool file of its own holding only a
+    header and a `stopped` line, so the trace says this process was not recorded (a `gap`) and
+    no report passes the recording as whole. Standard library only; any failure is silent (the
+    message on stderr stands)."""
+    import json
+    import time
+    folder = os.environ.get("BOD_RECORD_SPOOL", "")
+    if not os.path.isdir(folder):
+        return
+    clock = getattr(time, "monotonic_ns", None)
+    start = clock() if clock else int(time.time() * 1e9)
+    lines = [{"kind": "header", "producer": "bo-doctor record", "argv": list(sys.argv),
+              "shadow": os.environ.get("BOD_RECORD_SHADOW", "") in ("1", "all"),
+              "pid": os.getpid(), "ppid": os.getppid(), "start_ns": start},
+             {"kind": "stopped", "call": 1, "why": "this process was not recorded: " + problem}]
+    text = "".join(json.dumps(l, ensure_ascii=True) + "\n" for l in lines).encode("ascii")
+    for k in range(1000):
+        path = os.path.join(folder, "%d-%d.jsonl" % (os.getpid(), k))
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except OSError:
+            if os.path.exists(path):
+                continue
+            return
+        try:
+            os.write(fd, text)
+        finally:
+            os.close(fd)
+        return
+
+
 if os.environ.get("BOD_RECORD_SPOOL"):
     _bad = _preflight()
     if _bad and os.environ.get("BOD_RECORD_STARTED"):
-        # A child of a recorded program: it runs as it would, unrecorded.
+        # A child of a recorded program: it runs as it would, unrecorded, and the trace says so.
         sys.stderr.write("bo-doctor record: process %d (%s) is not recorded: %s\n" %
                          (os.getpid(), sys.executable or "python", _bad[0]))
+        try:
+            _note_unrecorded(_bad[0])
+        except Exception:
+            pass
     elif _bad:
         _stop(*_bad)
     if not _bad:
