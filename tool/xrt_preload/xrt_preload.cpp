@@ -13,9 +13,11 @@
 #include <xrt/xrt_bo.h>
 #include <xrt/xrt_kernel.h>
 #define XXH_INLINE_ALL
+#include <pthread.h>
 #include <xxhash.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -29,6 +31,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "preload_diff.h"
 
 namespace {
 
@@ -46,22 +50,40 @@ void* real(const char* mangled) {
   static const auto fn = reinterpret_cast<type>(real(mangled)); \
   (void)0
 
-using Range = std::pair<uint64_t, uint64_t>;  // offset, length
-
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the trace hash lists chunk hashes LE");
+
+// XXH3-64 of n bytes, through the widest vector unit the CPU has (the same value on all).
+uint64_t xxh3(const void* data, size_t n) {
+  using Fn = uint64_t (*)(const void*, size_t);
+  static const Fn fn = []() -> Fn {
+#if defined(BOD_PRELOAD_AVX512)
+    if (__builtin_cpu_supports("avx512f")) return bod_preload::xxh3_avx512;
+#endif
+#if defined(BOD_PRELOAD_AVX2)
+    if (__builtin_cpu_supports("avx2")) return bod_preload::xxh3_avx2;
+#endif
+    return [](const void* p, size_t k) -> uint64_t { return XXH3_64bits(p, k); };
+  }();
+  return fn(data, n);
+}
 
 // The trace hash of n bytes (docs/trace-format.md §8), the value bod::hash_bytes and the Python
 // recorders (libbod_hash.so) give: XXH3-64 up to 64 KiB, above that the XXH3-64 of the 64 KiB
 // chunks' XXH3-64s, 8 little-endian bytes each. This library links nothing of bo-doctor.
 uint64_t trace_hash(const void* data, size_t n) {
   constexpr size_t kChunk = size_t(64) << 10;
-  if (n <= kChunk) return XXH3_64bits(data, n);
+  if (n <= kChunk) return xxh3(data, n);
   const auto* p = static_cast<const uint8_t*>(data);
-  std::vector<uint64_t> h;
-  h.reserve((n + kChunk - 1) / kChunk);
-  for (size_t off = 0; off < n; off += kChunk)
-    h.push_back(XXH3_64bits(p + off, std::min(kChunk, n - off)));
-  return XXH3_64bits(h.data(), h.size() * sizeof(uint64_t));
+  uint64_t stack[64];  // up to 4 MiB without an allocation
+  std::vector<uint64_t> heap;
+  const size_t k = (n + kChunk - 1) / kChunk;
+  uint64_t* h = stack;
+  if (k > 64) {
+    heap.resize(k);
+    h = heap.data();
+  }
+  for (size_t c = 0; c < k; ++c) h[c] = xxh3(p + c * kChunk, std::min(kChunk, n - c * kChunk));
+  return xxh3(h, k * sizeof(uint64_t));
 }
 
 struct BoState {
@@ -89,9 +111,13 @@ struct ShadowArgs {
 
 struct RunState {
   long long kernel = 0;
-  std::map<int, std::string> args;  // arg index -> JSON value ({"bo":N} or {"v":...})
-  long long run = 0;                // the number of its last start
-  std::shared_ptr<ShadowArgs> sh;   // BOD_XRT_SHADOW=1
+  struct Arg {
+    bool bo;  // a BO (v: its id) or a scalar (v: its first 8 bytes, little-endian)
+    uint64_t v;
+  };
+  std::map<int, Arg> args;         // by arg index
+  long long run = 0;               // the number of its last start
+  std::shared_ptr<ShadowArgs> sh;  // BOD_XRT_SHADOW=1
 };
 
 bool shadowing() {
@@ -112,36 +138,86 @@ struct Log {
   std::map<const void*, long long> kernels;  // kernel_impl* -> id
   std::map<const void*, RunState> runs;      // run_impl* -> args
 
-  // Appends one line; the first call opens this process's file in the folder BOD_XRT_LOG names,
-  // "<start time ns>-<pid>.jsonl" (no variable: nothing is logged).
-  void line(const std::string& s) {
-    if (!opened) {
-      opened = true;
-      const char* p = std::getenv("BOD_XRT_LOG");
-      if (p && *p) {
-        timespec ts{};
-        clock_gettime(CLOCK_REALTIME, &ts);
-        char name[64];
-        std::snprintf(name, sizeof name, "/%020lld-%d.jsonl",
-                      static_cast<long long>(ts.tv_sec) * 1000000000LL + ts.tv_nsec,
-                      static_cast<int>(getpid()));
-        fd = ::open((std::string(p) + name).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
-                    0644);
-      }
-      if (fd >= 0) {
-        const char* mode = std::getenv("XCL_EMULATION_MODE");
-        std::string head =
-            "{\"e\":\"open\",\"producer\":\"xrt-preload\",\"pid\":" + std::to_string(getpid()) +
-            ",\"device\":\"" + (mode && std::string(mode) == "noop" ? "noop" : "") + "\"" +
-            (shadowing() ? ",\"shadow_plumbing\":true" : "") + "}\n";
-        (void)!::write(fd, head.data(), head.size());
-      }
-    }
-    if (fd < 0) return;
-    std::string l = s + "\n";
-    (void)!::write(fd, l.data(), l.size());
+  // The event lines not yet written: they go to the file in one write(2) before a run starts
+  // (the start line included, so a run that never comes back is on file), when 64 KiB are
+  // waiting, before the process forks, and at exit; after the exit handler, every line at once.
+  std::string buf;
+  bool exiting = false;
+
+  // Opens this process's file in the folder BOD_XRT_LOG names, "<start time ns>-<pid>.jsonl"
+  // (no variable: nothing is logged), and buffers its first line.
+  void open_file();
+  void flush() {
+    if (fd >= 0 && !buf.empty()) (void)!::write(fd, buf.data(), buf.size());
+    buf.clear();
   }
+
+  // One line, appended piece by piece: begin(...).num(...).str(...).end(...).
+  Log& begin(const char* s) {
+    if (!opened) open_file();
+    return str(s);
+  }
+  Log& str(const char* s) {
+    if (fd >= 0) buf += s;
+    return *this;
+  }
+  Log& str(const std::string& s) {
+    if (fd >= 0) buf += s;
+    return *this;
+  }
+  template <typename T>
+  Log& num(T v) {
+    if (fd < 0) return *this;
+    char t[24];
+    auto res = std::to_chars(t, t + sizeof t, v);
+    buf.append(t, res.ptr);
+    return *this;
+  }
+  Log& ranges(const bod_preload::Span* r, size_t n) {
+    str("[");
+    for (size_t i = 0; i < n; ++i) str(i ? ",[" : "[").num(r[i][0]).str(",").num(r[i][1]).str("]");
+    return str("]");
+  }
+  void end(const char* s) {
+    if (fd < 0) return;
+    buf += s;
+    buf += '\n';
+    if (exiting || buf.size() >= (size_t(64) << 10)) flush();
+  }
+  void line(const std::string& s) { begin("").str(s).end(""); }
 };
+
+Log& log();
+
+void Log::open_file() {
+  opened = true;
+  const char* p = std::getenv("BOD_XRT_LOG");
+  if (p && *p) {
+    timespec ts{};
+    clock_gettime(CLOCK_REALTIME, &ts);
+    char name[64];
+    std::snprintf(name, sizeof name, "/%020lld-%d.jsonl",
+                  static_cast<long long>(ts.tv_sec) * 1000000000LL + ts.tv_nsec,
+                  static_cast<int>(getpid()));
+    fd = ::open((std::string(p) + name).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  }
+  if (fd < 0) return;
+  buf.reserve(size_t(80) << 10);
+  const char* mode = std::getenv("XCL_EMULATION_MODE");
+  buf = "{\"e\":\"open\",\"producer\":\"xrt-preload\",\"pid\":" + std::to_string(getpid()) +
+        ",\"device\":\"" + (mode && std::string(mode) == "noop" ? "noop" : "") + "\"" +
+        (shadowing() ? ",\"shadow_plumbing\":true" : "") + "}\n";
+  // Nothing buffered is lost at exit or duplicated in a forked child. (mu is held here: the
+  // handlers take it themselves.)
+  std::atexit([] {
+    Log& L = log();
+    std::lock_guard<std::mutex> g(L.mu);
+    L.flush();
+    L.exiting = true;
+  });
+  pthread_atfork([] { log().mu.lock(), log().flush(); }, [] { log().mu.unlock(); },
+                 [] { log().mu.unlock(); });
+}
 
 Log& log() {
   static Log* l = new Log;  // never destroyed: hooks may run during static destruction
@@ -155,37 +231,14 @@ struct Guard {
   ~Guard() { --depth; }
 };
 
-std::string ranges_json(const std::vector<Range>& r) {
-  std::string s = "[";
-  for (size_t i = 0; i < r.size(); ++i)
-    s += (i ? ",[" : "[") + std::to_string(r[i].first) + "," + std::to_string(r[i].second) + "]";
-  return s + "]";
-}
+constexpr size_t kMaxRanges = 1024;
 
-// The byte ranges where `now` differs from `seen` in [off, off + len), compared 4 KiB at a time
-// (equal blocks cost one memcmp) and then 8 bytes at a time; changes less than 16 bytes apart
-// make one range (an element whose high bytes kept their value is not cut in two); at most
-// 1024 ranges, the last one then covering the rest.
-std::vector<Range> diff(const uint8_t* now, const uint8_t* seen, uint64_t off, uint64_t len) {
-  std::vector<Range> r;
-  constexpr uint64_t kBlock = 4096, kGap = 16;
-  auto add = [&](uint64_t lo, uint64_t hi) {  // changed bytes [lo, hi)
-    if (!r.empty() && lo - (r.back().first + r.back().second) < kGap)
-      r.back().second = hi - r.back().first;
-    else if (r.size() < 1024)
-      r.push_back({lo, hi - lo});
-    else
-      r.back().second = hi - r.back().first;
-  };
-  uint64_t lo = 0, hi = 0;  // the range being grown (hi == 0: none)
-  auto change = [&](uint64_t a, uint64_t z) {
-    if (hi && a - hi < kGap) {
-      hi = z;
-      return;
-    }
-    if (hi) add(lo, hi);
-    lo = a, hi = z;
-  };
+// The diff of preload_diff.h without vector instructions: 4 KiB compared at a time (equal blocks
+// cost one memcmp), then 8 bytes at a time.
+size_t diff_plain(const uint8_t* now, uint8_t* seen, uint8_t* img, uint64_t off, uint64_t len,
+                  bod_preload::Span* out) {
+  bod_preload::DiffOut d{out, 0, kMaxRanges, 0, 0};
+  constexpr uint64_t kBlock = 4096;
   for (uint64_t b = off; b < off + len; b += kBlock) {
     uint64_t n = std::min(kBlock, off + len - b);
     if (std::memcmp(now + b, seen + b, n) == 0) continue;
@@ -194,18 +247,42 @@ std::vector<Range> diff(const uint8_t* now, const uint8_t* seen, uint64_t off, u
       uint64_t x, y;
       std::memcpy(&x, now + i, 8);
       std::memcpy(&y, seen + i, 8);
-      uint64_t d = x ^ y;
-      if (!d) continue;
+      uint64_t dx = x ^ y;
+      if (!dx) continue;
+      std::memcpy(seen + i, &x, 8);
+      if (img)
+        for (unsigned k = 0; k < 8; ++k)
+          if ((dx >> (8 * k)) & 0xffu) img[i + k] = now[i + k];
       // Little-endian: the lowest differing byte from the trailing zeros, the highest from the
       // leading ones.
-      change(i + static_cast<uint64_t>(__builtin_ctzll(d) / 8),
-             i + 8 - static_cast<uint64_t>(__builtin_clzll(d) / 8));
+      bod_preload::diff_change(d, i + static_cast<uint64_t>(__builtin_ctzll(dx) / 8),
+                               i + 8 - static_cast<uint64_t>(__builtin_clzll(dx) / 8));
     }
-    for (; i < b + n; ++i)
-      if (now[i] != seen[i]) change(i, i + 1);
+    bod_preload::diff_bytes(d, now, seen, img, i, b + n);
   }
-  if (hi) add(lo, hi);
-  return r;
+  bod_preload::diff_finish(d);
+  return d.n;
+}
+
+// The byte ranges where the mapped bytes `now` differ from the recorder's copy `seen` in
+// [off, off + len) (preload_diff.h: changes less than 16 bytes apart make one range, at most
+// 1024 ranges); the changed bytes are copied into `seen` (and `img` when not null) on the way.
+// One pass over the memory, with AVX2 where the CPU has it.
+struct Diff {
+  const bod_preload::Span* r;
+  size_t n;
+};
+Diff diff(const uint8_t* now, uint8_t* seen, uint8_t* img, uint64_t off, uint64_t len) {
+  static thread_local bod_preload::Span out[kMaxRanges];
+  size_t n = 0;
+#if defined(BOD_PRELOAD_AVX2)
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (avx2)
+    n = bod_preload::diff_avx2(now, seen, img, off, len, out, kMaxRanges);
+  else
+#endif
+    n = diff_plain(now, seen, img, off, len, out);
+  return {out, n};
 }
 
 // Compares the mapped bytes of a BO with the last look and logs the changes (mu held).
@@ -213,15 +290,15 @@ void look(Log& L, BoState& b, uint64_t off = 0, uint64_t len = UINT64_MAX) {
   if (!b.map || b.size == 0) return;
   if (off > b.size) return;
   len = std::min(len, b.size - off);
-  auto r = diff(b.map, b.seen.data(), off, len);
-  if (r.empty()) return;
-  if (b.imaged)  // only the bytes that changed: a range may span bytes only the device wrote
-    for (auto& x : r)
-      for (uint64_t i = x.first; i < x.first + x.second; ++i)
-        if (b.map[i] != b.seen[i]) b.img[i] = b.map[i];
-  for (auto& x : r) std::memcpy(b.seen.data() + x.first, b.map + x.first, x.second);
-  L.line("{\"e\":\"host\",\"bo\":" + std::to_string(b.id) +
-         ",\"how\":\"map\",\"r\":" + ranges_json(r) + "}");
+  // Only the bytes that changed go into the shadow's image: a range may span bytes only the
+  // device wrote.
+  auto r = diff(b.map, b.seen.data(), b.imaged ? b.img.data() : nullptr, off, len);
+  if (!r.n) return;
+  L.begin("{\"e\":\"host\",\"bo\":")
+      .num(b.id)
+      .str(",\"how\":\"map\",\"r\":")
+      .ranges(r.r, r.n)
+      .end("}");
 }
 
 // The state of a BO by its implementation; one made elsewhere (not through a hooked
@@ -375,7 +452,7 @@ void* xrt::bo::map() {
     b.map = static_cast<const uint8_t*>(p);
     b.seen.assign(b.map, b.map + b.size);
   }
-  L.line("{\"e\":\"map\",\"bo\":" + std::to_string(b.id) + "}");
+  L.begin("{\"e\":\"map\",\"bo\":").num(b.id).end("}");
   return p;
 }
 
@@ -395,9 +472,15 @@ void xrt::bo::write(const void* src, size_t size, size_t seek) {
     std::memcpy(b.seen.data() + seek, b.map + seek, std::min<uint64_t>(size, b.size - seek));
   if (b.imaged && seek < b.size)
     std::memcpy(b.img.data() + seek, src, std::min<uint64_t>(size, b.size - seek));
-  L.line("{\"e\":\"host\",\"bo\":" + std::to_string(b.id) + ",\"how\":\"write\",\"r\":[[" +
-         std::to_string(seek) + "," + std::to_string(size) +
-         "]],\"h\":" + std::to_string(trace_hash(src, size)) + "}");
+  L.begin("{\"e\":\"host\",\"bo\":")
+      .num(b.id)
+      .str(",\"how\":\"write\",\"r\":[[")
+      .num(seek)
+      .str(",")
+      .num(size)
+      .str("]],\"h\":")
+      .num(trace_hash(src, size))
+      .end("}");
 }
 
 void xrt::bo::read(void* dst, size_t size, size_t skip) {
@@ -415,9 +498,15 @@ void xrt::bo::read(void* dst, size_t size, size_t skip) {
   fn(this, dst, size, skip);
   // Logged once the bytes are in: their hash is what the program got.
   std::lock_guard<std::mutex> l(L.mu);
-  L.line("{\"e\":\"read\",\"bo\":" + std::to_string(id) + ",\"off\":" + std::to_string(skip) +
-         ",\"len\":" + std::to_string(size) + ",\"h\":" + std::to_string(trace_hash(dst, size)) +
-         "}");
+  L.begin("{\"e\":\"read\",\"bo\":")
+      .num(id)
+      .str(",\"off\":")
+      .num(skip)
+      .str(",\"len\":")
+      .num(size)
+      .str(",\"h\":")
+      .num(trace_hash(dst, size))
+      .end("}");
 }
 
 void xrt::bo::sync(xclBOSyncDirection dir, size_t size, size_t offset) {
@@ -437,18 +526,20 @@ void xrt::bo::sync(xclBOSyncDirection dir, size_t size, size_t offset) {
   fn(this, dir, size, offset);
   std::lock_guard<std::mutex> l(L.mu);
   BoState& b = bo_of(L, *this);
-  std::string changed;
+  L.begin("{\"e\":\"sync\",\"bo\":")
+      .num(id)
+      .str(to ? ",\"dir\":\"to\",\"off\":" : ",\"dir\":\"from\",\"off\":")
+      .num(offset)
+      .str(",\"len\":")
+      .num(size);
   if (!to && b.map) {
     // What the device sent: bytes that differ from the host's are the device's changes.
-    auto r = offset < b.size
-                 ? diff(b.map, b.seen.data(), offset, std::min<uint64_t>(size, b.size - offset))
-                 : std::vector<Range>{};
-    for (auto& x : r) std::memcpy(b.seen.data() + x.first, b.map + x.first, x.second);
-    changed = ",\"changed\":" + ranges_json(r);
+    Diff r{nullptr, 0};
+    if (offset < b.size)
+      r = diff(b.map, b.seen.data(), nullptr, offset, std::min<uint64_t>(size, b.size - offset));
+    L.str(",\"changed\":").ranges(r.r, r.n);
   }
-  L.line("{\"e\":\"sync\",\"bo\":" + std::to_string(id) + ",\"dir\":\"" + (to ? "to" : "from") +
-         "\",\"off\":" + std::to_string(offset) + ",\"len\":" + std::to_string(size) + changed +
-         "}");
+  L.end("}");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -500,7 +591,7 @@ void xrt::run::set_arg_at_index(int index, const void* value, size_t bytes) {
   Log& L = log();
   std::lock_guard<std::mutex> l(L.mu);
   RunState& r = L.runs[get_handle().get()];
-  r.args[index] = "{\"v\":" + std::to_string(v) + "}";
+  r.args[index] = {false, v};
   if (r.sh) {
     r.sh->bos.erase(index);
     r.sh->values[index].assign(static_cast<const uint8_t*>(value),
@@ -516,7 +607,7 @@ void xrt::run::set_arg_at_index(int index, const xrt::bo& bo) {
   Log& L = log();
   std::lock_guard<std::mutex> l(L.mu);
   RunState& r = L.runs[get_handle().get()];
-  r.args[index] = "{\"bo\":" + std::to_string(bo_of(L, bo).id) + "}";
+  r.args[index] = {true, static_cast<uint64_t>(bo_of(L, bo).id)};
   if (r.sh) {
     r.sh->values.erase(index);
     r.sh->bos.insert_or_assign(index, bo);
@@ -531,21 +622,28 @@ void xrt::run::start() {
     std::lock_guard<std::mutex> l(L.mu);
     RunState& r = L.runs[get_handle().get()];
     r.run = L.next_run++;
-    std::string args = "[";
-    for (auto& [i, v] : r.args) {
-      args += (args.size() > 1 ? "," : "") + v.substr(0, v.size() - 1) +
-              ",\"i\":" + std::to_string(i) + "}";
-      auto p = v.find("\"bo\":");
-      if (p == std::string::npos) continue;
-      auto b = L.by_id.find(std::atoll(v.c_str() + p + 5));
+    for (auto& [i, a] : r.args) {
+      if (!a.bo) continue;
+      auto b = L.by_id.find(static_cast<long long>(a.v));
       if (b != L.by_id.end()) look(L, *b->second);
     }
-    L.line("{\"e\":\"start\",\"run\":" + std::to_string(r.run) +
-           ",\"k\":" + std::to_string(r.kernel) + ",\"args\":" + args + "]}");
+    L.begin("{\"e\":\"start\",\"run\":").num(r.run).str(",\"k\":").num(r.kernel).str(",\"args\":[");
+    bool first = true;
+    for (auto& [i, a] : r.args) {
+      L.str(first ? "{\"" : ",{\"")
+          .str(a.bo ? "bo\":" : "v\":")
+          .num(a.v)
+          .str(",\"i\":")
+          .num(i)
+          .str("}");
+      first = false;
+    }
+    L.end("]}");
     if (shadowing()) {
       shadow_run(L, r);
       r.sh.reset();  // the program's kernel and BOs are not kept past the start
     }
+    L.flush();  // the run may never come back
   }
   fn(this);
 }
@@ -559,7 +657,10 @@ ert_cmd_state xrt::run::wait(const std::chrono::milliseconds& timeout) const {
   Log& L = log();
   std::lock_guard<std::mutex> l(L.mu);
   auto it = L.runs.find(get_handle().get());
-  L.line("{\"e\":\"wait\",\"run\":" + std::to_string(it == L.runs.end() ? 0 : it->second.run) +
-         ",\"state\":" + std::to_string(static_cast<int>(s)) + "}");
+  L.begin("{\"e\":\"wait\",\"run\":")
+      .num(it == L.runs.end() ? 0 : it->second.run)
+      .str(",\"state\":")
+      .num(static_cast<int>(s))
+      .end("}");
   return s;
 }
