@@ -20,9 +20,8 @@ uint64_t xxh3_avx2(const void* data, size_t n) {
 // fewer than 16 equal bytes between any two of its changed bytes is one change (from its first
 // to its last changed byte), any other is taken 8 bytes (one mask byte) at a time with the plain
 // diff's rule; the result is the same.
-size_t diff_avx2(const uint8_t* now, uint8_t* seen, uint8_t* img, uint64_t off, uint64_t len,
-                 Span* out, size_t cap) {
-  DiffOut d{out, 0, cap, 0, 0};
+void diff_avx2(DiffOut& d, const uint8_t* now, uint8_t* seen, uint8_t* img, uint64_t off,
+               uint64_t len) {
   const uint64_t end = off + len;
   uint64_t i = off;
   while (i + 32 <= end) {
@@ -78,8 +77,6 @@ size_t diff_avx2(const uint8_t* now, uint8_t* seen, uint8_t* img, uint64_t off, 
     }
   }
   diff_bytes(d, now, seen, img, i, end);
-  diff_finish(d);
-  return d.n;
 }
 
 }  // namespace bod_preload

@@ -2,7 +2,8 @@
 // include this header; everything here has internal linkage, so no inline code compiled with
 // AVX2 can end up called on a CPU without it).
 //
-// diff: the byte ranges where `now` differs from `seen` in [off, off + len); changes less than
+// diff: the byte ranges where `now` differs from `seen` in [off, off + len) (or in several such
+// segments, in increasing order, with the bytes between them known equal); changes less than
 // 16 bytes apart make one range (an element whose high bytes kept their value is not cut in two);
 // at most `cap` ranges, the last one then covering the rest. As it compares, it copies the
 // changed bytes into `seen` (and into `img` when not null), so one pass over the memory does the
@@ -60,9 +61,10 @@ static inline void diff_bytes(DiffOut& d, const uint8_t* now, uint8_t* seen, uin
   }
 }
 
-// AVX2 (preload_avx2.cpp): the same result as the plain diff; 0 ranges when not built.
-size_t diff_avx2(const uint8_t* now, uint8_t* seen, uint8_t* img, uint64_t off, uint64_t len,
-                 Span* out, size_t cap);
+// The bytes [off, off + len) diffed into d (segments of one diff in increasing order, then
+// diff_finish), with AVX2 (preload_avx2.cpp): the same result as the plain diff.
+void diff_avx2(DiffOut& d, const uint8_t* now, uint8_t* seen, uint8_t* img, uint64_t off,
+               uint64_t len);
 uint64_t xxh3_avx2(const void* data, size_t n);
 uint64_t xxh3_avx512(const void* data, size_t n);
 

@@ -9,6 +9,10 @@
 // copy is this library's own memory. The event format is docs/recording.md, "Hand-managed BOs".
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <xrt/xrt_bo.h>
 #include <xrt/xrt_kernel.h>
@@ -29,6 +33,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -86,11 +91,155 @@ uint64_t trace_hash(const void* data, size_t n) {
   return xxh3(h, k * sizeof(uint64_t));
 }
 
+// Write tracking of the mapped pages, as tool/recorder/native/write_track.cpp does it for the
+// Python recorder: Linux's userfaultfd write-protection in asynchronous mode (the kernel resolves
+// every write fault itself: no handler thread, and the program's writes, its threads' and the
+// kernel's on its behalf proceed as without the recorder; it only takes a minor fault per page
+// after each look) and the PAGEMAP_SCAN ioctl (Linux 6.7+), which lists the pages written since
+// the last look and protects them again in one call. Proven on a probe buffer first; where
+// anything is missing (or the mapping cannot be registered: device memory, another tracker),
+// the BO is compared whole at every look as before.
+namespace write_track {
+
+constexpr uint64_t kFeatureWpUnpopulated = 1ull << 13;  // linux/userfaultfd.h, Linux 6.7+
+constexpr uint64_t kFeatureWpAsync = 1ull << 15;
+struct PageRegion {
+  uint64_t start, end, categories;
+};
+struct PmScanArg {
+  uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages, category_inverted,
+      category_mask, category_anyof_mask, return_mask;
+};
+constexpr uint64_t kPageIsWritten = 1u << 1;
+constexpr uint64_t kScanWpMatching = 1u << 0;
+constexpr uint64_t kScanCheckWpAsync = 1u << 1;
+constexpr unsigned long kPagemapScan = _IOWR('f', 16, PmScanArg);
+// Below this a whole comparison costs about what the scan's system call does.
+constexpr uint64_t kMinBytes = uint64_t(128) << 10;
+
+int g_uffd = -1, g_pagemap = -1;
+uint64_t g_page = 4096;
+
+bool protect(uintptr_t start, uint64_t len) {
+  uffdio_writeprotect wp{};
+  wp.range.start = start;
+  wp.range.len = len;
+  wp.mode = UFFDIO_WRITEPROTECT_MODE_WP;
+  return ioctl(g_uffd, UFFDIO_WRITEPROTECT, &wp) == 0;
+}
+
+// The written pages of [start, end) (page-aligned), protected again, as calls of f(lo, hi) in
+// increasing order; false when the scan failed.
+template <typename F>
+bool scan(uintptr_t start, uintptr_t end, F f) {
+  PageRegion vec[64];
+  while (start < end) {
+    PmScanArg a{};
+    a.size = sizeof a;
+    a.flags = kScanWpMatching | kScanCheckWpAsync;
+    a.start = start;
+    a.end = end;
+    a.vec = reinterpret_cast<uint64_t>(vec);
+    a.vec_len = sizeof vec / sizeof vec[0];
+    a.category_mask = kPageIsWritten;
+    a.return_mask = kPageIsWritten;
+    long n = ioctl(g_pagemap, kPagemapScan, &a);
+    if (n < 0) return false;
+    for (long i = 0; i < n; ++i) f(vec[i].start, vec[i].end);
+    if (a.walk_end <= start) return false;
+    start = a.walk_end;
+  }
+  return true;
+}
+
+// Opens the tracker once and proves it on a probe buffer (a write to one page of four shows as
+// exactly that page written).
+bool ready() {
+  static const bool ok = [] {
+    g_page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    int fd = static_cast<int>(syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK));
+    if (fd < 0) fd = static_cast<int>(syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | 1));
+    if (fd < 0) return false;
+    uffdio_api api{};
+    api.api = UFFD_API;
+    api.features = kFeatureWpAsync | kFeatureWpUnpopulated;
+    int pm =
+        ioctl(fd, UFFDIO_API, &api) == 0 ? ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC) : -1;
+    if (pm < 0) {
+      ::close(fd);
+      return false;
+    }
+    g_uffd = fd, g_pagemap = pm;
+    const uint64_t len = 4 * g_page;
+    void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    bool good = p != MAP_FAILED;
+    const auto base = reinterpret_cast<uintptr_t>(p);
+    if (good) {
+      uffdio_register reg{};
+      reg.range.start = base;
+      reg.range.len = len;
+      reg.mode = UFFDIO_REGISTER_MODE_WP;
+      good = ioctl(g_uffd, UFFDIO_REGISTER, &reg) == 0 && protect(base, len);
+    }
+    if (good) {
+      static_cast<volatile uint8_t*>(p)[2 * g_page + 5] = 1;
+      int hits = 0;
+      good = scan(base, base + len, [&](uint64_t lo, uint64_t hi) {
+        hits += lo == base + 2 * g_page && hi == base + 3 * g_page ? 1 : 2;
+      });
+      good = good && hits == 1;
+    }
+    if (p != MAP_FAILED) munmap(p, len);
+    if (!good) {
+      ::close(g_uffd), ::close(g_pagemap);
+      g_uffd = g_pagemap = -1;
+    }
+    return good;
+  }();
+  return ok;
+}
+
+// Tracks the whole pages of [p, p + n) when there are enough of them; their offsets from p, or
+// {0, 0} (not tracked).
+std::pair<uint64_t, uint64_t> track(const uint8_t* p, uint64_t n) {
+  if (n < kMinBytes || !ready()) return {0, 0};
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t lo = (a + g_page - 1) / g_page * g_page, hi = (a + n) / g_page * g_page;
+  if (hi <= lo) return {0, 0};
+  uffdio_register reg{};
+  reg.range.start = lo;
+  reg.range.len = hi - lo;
+  reg.mode = UFFDIO_REGISTER_MODE_WP;
+  if (ioctl(g_uffd, UFFDIO_REGISTER, &reg) != 0) return {0, 0};
+  if (!protect(lo, hi - lo)) {
+    uffdio_range r{lo, hi - lo};
+    ioctl(g_uffd, UFFDIO_UNREGISTER, &r);
+    return {0, 0};
+  }
+  return {lo - a, hi - a};
+}
+
+// The pages of [p + ta, p + tz) written since the last call, as offsets from p in increasing
+// order; false when the scan failed (then compare everything).
+bool written(const uint8_t* p, uint64_t ta, uint64_t tz,
+             std::vector<std::pair<uint64_t, uint64_t>>& out) {
+  out.clear();
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  return scan(a + ta, a + tz, [&](uint64_t lo, uint64_t hi) {
+    lo = std::max<uint64_t>(lo, a + ta), hi = std::min<uint64_t>(hi, a + tz);
+    if (lo < hi) out.push_back({lo - a, hi - a});
+  });
+}
+
+}  // namespace write_track
+
 struct BoState {
   long long id = 0;
   uint64_t size = 0;
   const uint8_t* map = nullptr;  // what map() returned to the program (null: never mapped)
   std::vector<uint8_t> seen;     // the mapped bytes at the last look
+  // [ta, tz): the whole pages of the mapping under write tracking (none when equal).
+  uint64_t ta = 0, tz = 0;
   // The shadow (BOD_XRT_SHADOW=1): how the BO was made, for a fresh one like it (own: by a
   // hooked constructor, not a sub-buffer), and what a fully-synced device would hold (img,
   // once a run binds it: the host's bytes where the host changed them, elsewhere the shadow
@@ -235,9 +384,8 @@ constexpr size_t kMaxRanges = 1024;
 
 // The diff of preload_diff.h without vector instructions: 4 KiB compared at a time (equal blocks
 // cost one memcmp), then 8 bytes at a time.
-size_t diff_plain(const uint8_t* now, uint8_t* seen, uint8_t* img, uint64_t off, uint64_t len,
-                  bod_preload::Span* out) {
-  bod_preload::DiffOut d{out, 0, kMaxRanges, 0, 0};
+void diff_plain(bod_preload::DiffOut& d, const uint8_t* now, uint8_t* seen, uint8_t* img,
+                uint64_t off, uint64_t len) {
   constexpr uint64_t kBlock = 4096;
   for (uint64_t b = off; b < off + len; b += kBlock) {
     uint64_t n = std::min(kBlock, off + len - b);
@@ -260,39 +408,64 @@ size_t diff_plain(const uint8_t* now, uint8_t* seen, uint8_t* img, uint64_t off,
     }
     bod_preload::diff_bytes(d, now, seen, img, i, b + n);
   }
-  bod_preload::diff_finish(d);
-  return d.n;
 }
 
-// The byte ranges where the mapped bytes `now` differ from the recorder's copy `seen` in
-// [off, off + len) (preload_diff.h: changes less than 16 bytes apart make one range, at most
-// 1024 ranges); the changed bytes are copied into `seen` (and `img` when not null) on the way.
-// One pass over the memory, with AVX2 where the CPU has it.
+// The byte ranges where the mapped bytes `now` differ from the recorder's copy `seen` (segments
+// of [off, off + len) added in increasing order, then done(); preload_diff.h: changes less than
+// 16 bytes apart make one range, at most 1024 ranges); the changed bytes are copied into `seen`
+// (and `img` when not null) on the way. One pass over the memory, with AVX2 where the CPU has it.
 struct Diff {
-  const bod_preload::Span* r;
-  size_t n;
-};
-Diff diff(const uint8_t* now, uint8_t* seen, uint8_t* img, uint64_t off, uint64_t len) {
-  static thread_local bod_preload::Span out[kMaxRanges];
+  const bod_preload::Span* r = nullptr;
   size_t n = 0;
+};
+class Differ {
+ public:
+  Differ(const uint8_t* now, uint8_t* seen, uint8_t* img)
+      : now_(now), seen_(seen), img_(img), d_{out_, 0, kMaxRanges, 0, 0} {}
+  void add(uint64_t off, uint64_t len) {
+    if (!len) return;
 #if defined(BOD_PRELOAD_AVX2)
-  static const bool avx2 = __builtin_cpu_supports("avx2");
-  if (avx2)
-    n = bod_preload::diff_avx2(now, seen, img, off, len, out, kMaxRanges);
-  else
+    static const bool avx2 = __builtin_cpu_supports("avx2");
+    if (avx2) return bod_preload::diff_avx2(d_, now_, seen_, img_, off, len);
 #endif
-    n = diff_plain(now, seen, img, off, len, out);
-  return {out, n};
+    diff_plain(d_, now_, seen_, img_, off, len);
+  }
+  Diff done() {
+    bod_preload::diff_finish(d_);
+    return {out_, d_.n};
+  }
+
+ private:
+  static thread_local bod_preload::Span out_[kMaxRanges];
+  const uint8_t* now_;
+  uint8_t* seen_;
+  uint8_t* img_;
+  bod_preload::DiffOut d_;
+};
+thread_local bod_preload::Span Differ::out_[kMaxRanges];
+
+Diff diff(const uint8_t* now, uint8_t* seen, uint8_t* img, uint64_t off, uint64_t len) {
+  Differ d(now, seen, img);
+  d.add(off, len);
+  return d.done();
 }
 
-// Compares the mapped bytes of a BO with the last look and logs the changes (mu held).
-void look(Log& L, BoState& b, uint64_t off = 0, uint64_t len = UINT64_MAX) {
+// Compares the mapped bytes of a BO with the last look and logs the changes (mu held). Only the
+// bytes that changed go into the shadow's image: a range may span bytes only the device wrote.
+// A write-tracked BO compares its pages written since the last look and its partial pages at
+// either end; a failed scan compares it whole.
+void look(Log& L, BoState& b) {
   if (!b.map || b.size == 0) return;
-  if (off > b.size) return;
-  len = std::min(len, b.size - off);
-  // Only the bytes that changed go into the shadow's image: a range may span bytes only the
-  // device wrote.
-  auto r = diff(b.map, b.seen.data(), b.imaged ? b.img.data() : nullptr, off, len);
+  Differ d(b.map, b.seen.data(), b.imaged ? b.img.data() : nullptr);
+  static thread_local std::vector<std::pair<uint64_t, uint64_t>> pages;
+  if (b.ta < b.tz && write_track::written(b.map, b.ta, b.tz, pages)) {
+    d.add(0, b.ta);
+    for (auto& [a, z] : pages) d.add(a, z - a);
+    d.add(b.tz, b.size - b.tz);
+  } else {
+    d.add(0, b.size);
+  }
+  Diff r = d.done();
   if (!r.n) return;
   L.begin("{\"e\":\"host\",\"bo\":")
       .num(b.id)
@@ -450,6 +623,8 @@ void* xrt::bo::map() {
   BoState& b = bo_of(L, *this);
   if (!b.map) {
     b.map = static_cast<const uint8_t*>(p);
+    // Protected before the copy is taken: a write in between only makes its page compared.
+    std::tie(b.ta, b.tz) = write_track::track(b.map, b.size);
     b.seen.assign(b.map, b.map + b.size);
   }
   L.begin("{\"e\":\"map\",\"bo\":").num(b.id).end("}");
