@@ -5,8 +5,12 @@ its whole input through map(), syncs it, runs the kernel, waits, syncs the outpu
 it. For each input size, the loop's time per run without and with the preload library
 (interleaved, min / median / max over the repetitions), and, for comparison, the time XXH3-64
 takes to hash the bytes the program changed per run (python3-xxhash, best of the repetitions).
+The overhead is given from the medians and from the minima (the latter is less disturbed by
+other jobs on a loaded machine). --before LIB adds another preload library (e.g. an older
+build's) to the same interleaving, for a before/after comparison in one run.
 
     /usr/bin/python3 tool/bench/bench_xrt_preload.py [BUILD_DIR] [--reps 7] [--iters 200]
+                                                     [--before LIB]
 """
 import argparse
 import os
@@ -23,7 +27,7 @@ def loop_ms(build, elems, iters, preload, xclbin):
     env = dict(os.environ, XILINX_XRT=os.path.join(build, "xrt-noop"), XCL_EMULATION_MODE="noop")
     with tempfile.TemporaryDirectory(prefix="bod_bench_xrt_") as logs:
         if preload:
-            env["LD_PRELOAD"] = os.path.join(build, "libbod_xrt_preload.so")
+            env["LD_PRELOAD"] = preload
             env["BOD_XRT_LOG"] = logs
         p = subprocess.run([os.path.join(build, "tests", "bod_xrt_host"), xclbin, "--iters",
                             str(iters), "--elems", str(elems)],
@@ -56,23 +60,32 @@ def main():
     ap.add_argument("build", nargs="?", default=os.path.join(ROOT, "build"))
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--iters", type=int, default=200)
+    ap.add_argument("--before", help="another preload library, measured interleaved too")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
+    libs = [("preload", os.path.join(build, "libbod_xrt_preload.so"))]
+    if a.before:
+        libs.insert(0, ("before", os.path.abspath(a.before)))
     with tempfile.TemporaryDirectory() as d:
         xclbin = os.path.join(d, "k.xclbin")
-        print("ms per run (min / median / max over %d repetitions of %d runs, interleaved)"
-              % (a.reps, a.iters))
-        print("%-10s %-10s %-28s %-28s %-10s %-12s" % ("elements", "changed", "plain",
-                                                      "preload", "overhead", "XXH3(changed)"))
+        print("ms per run (min / median / max over %d repetitions of %d runs, interleaved; "
+              "load average %.1f)" % (a.reps, a.iters, os.getloadavg()[0]))
+        print("%-10s %-10s %-8s %-26s %-22s %-12s" % ("elements", "changed", "library",
+                                                   "ms per run", "overhead median / min",
+                                                   "XXH3(changed)"))
         for elems in (64, 16384, 262144):
-            plain, pre = [], []
+            plain, pre = [], {n: [] for n, _ in libs}
             for _ in range(a.reps):
-                plain.append(loop_ms(build, elems, a.iters, False, xclbin))
-                pre.append(loop_ms(build, elems, a.iters, True, xclbin))
-            over = statistics.median(pre) - statistics.median(plain)
-            print("%-10d %-10s %-28s %-28s %-10.4f %-12.4f" % (
-                elems, "%d B" % (elems * 4), fmt(plain), fmt(pre), over,
-                hash_ms(elems * 4, a.reps)))
+                plain.append(loop_ms(build, elems, a.iters, None, xclbin))
+                for n, lib in libs:
+                    pre[n].append(loop_ms(build, elems, a.iters, lib, xclbin))
+            h = hash_ms(elems * 4, a.reps)
+            print("%-10d %-10s %-8s %-26s" % (elems, "%d B" % (elems * 4), "none", fmt(plain)))
+            for n, _ in libs:
+                print("%-10s %-10s %-8s %-26s %-22s %-12.4f" % (
+                    "", "", n, fmt(pre[n]), "%.4f / %.4f" % (
+                        statistics.median(pre[n]) - statistics.median(plain),
+                        min(pre[n]) - min(plain)), h))
     return 0
 
 

@@ -12,6 +12,8 @@
 #include <cstddef>
 #include <cstdint>
 
+// Not exported: the library's only exported symbols are the XRT functions it hooks.
+#pragma GCC visibility push(hidden)
 namespace bod_preload {
 
 typedef uint64_t Span[2];  // offset, length
@@ -65,7 +67,11 @@ static inline void diff_bytes(DiffOut& d, const uint8_t* now, uint8_t* seen, uin
 // diff_finish), with AVX2 (preload_avx2.cpp): the same result as the plain diff.
 void diff_avx2(DiffOut& d, const uint8_t* now, uint8_t* seen, uint8_t* img, uint64_t off,
                uint64_t len);
+// The same with AVX-512BW (preload_avx512.cpp).
+void diff_avx512(DiffOut& d, const uint8_t* now, uint8_t* seen, uint8_t* img, uint64_t off,
+                 uint64_t len);
 uint64_t xxh3_avx2(const void* data, size_t n);
 uint64_t xxh3_avx512(const void* data, size_t n);
 
 }  // namespace bod_preload
+#pragma GCC visibility pop
