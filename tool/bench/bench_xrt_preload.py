@@ -5,8 +5,10 @@ its whole input through map(), syncs it, runs the kernel, waits, syncs the outpu
 it. For each input size, the loop's time per run without and with the preload library
 (interleaved, min / median / max over the repetitions), and, for comparison, the time XXH3-64
 takes to hash the bytes the program changed per run (python3-xxhash, best of the repetitions).
-The overhead is given from the medians and from the minima (the latter is less disturbed by
-other jobs on a loaded machine). --before LIB adds another preload library (e.g. an older
+The overhead is given from the medians and from the minima of the loop's wall time, and from the
+medians of the whole process's CPU time (user + system) per run, which waiting for the 2 cores
+of a loaded machine does not inflate (it includes the start-up, the same with and without the
+library but for the library's own, spread over the runs). --before LIB adds another preload library (e.g. an older
 build's) to the same interleaving, for a before/after comparison in one run.
 
     /usr/bin/python3 tool/bench/bench_xrt_preload.py [BUILD_DIR] [--reps 7] [--iters 200]
@@ -14,6 +16,7 @@ build's) to the same interleaving, for a before/after comparison in one run.
 """
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -29,12 +32,15 @@ def loop_ms(build, elems, iters, preload, xclbin):
         if preload:
             env["LD_PRELOAD"] = preload
             env["BOD_XRT_LOG"] = logs
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         p = subprocess.run([os.path.join(build, "tests", "bod_xrt_host"), xclbin, "--iters",
                             str(iters), "--elems", str(elems)],
                            env=env, capture_output=True, text=True, check=True)
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) * 1e3 / iters
     for line in p.stderr.splitlines():
         if line.startswith("loop_ms "):
-            return float(line.split()[1]) / iters
+            return float(line.split()[1]) / iters, cpu
     raise RuntimeError("no loop_ms in " + p.stderr)
 
 
@@ -70,9 +76,9 @@ def main():
         xclbin = os.path.join(d, "k.xclbin")
         print("ms per run (min / median / max over %d repetitions of %d runs, interleaved; "
               "load average %.1f)" % (a.reps, a.iters, os.getloadavg()[0]))
-        print("%-10s %-10s %-8s %-26s %-22s %-12s" % ("elements", "changed", "library",
-                                                   "ms per run", "overhead median / min",
-                                                   "XXH3(changed)"))
+        print("%-10s %-10s %-8s %-26s %-22s %-10s %-12s" % (
+            "elements", "changed", "library", "ms per run", "overhead median / min",
+            "CPU ovh", "XXH3(changed)"))
         for elems in (64, 16384, 262144):
             plain, pre = [], {n: [] for n, _ in libs}
             for _ in range(a.reps):
@@ -80,12 +86,15 @@ def main():
                 for n, lib in libs:
                     pre[n].append(loop_ms(build, elems, a.iters, lib, xclbin))
             h = hash_ms(elems * 4, a.reps)
-            print("%-10d %-10s %-8s %-26s" % (elems, "%d B" % (elems * 4), "none", fmt(plain)))
+            wall = [w for w, _ in plain]
+            cpu = statistics.median([c for _, c in plain])
+            print("%-10d %-10s %-8s %-26s" % (elems, "%d B" % (elems * 4), "none", fmt(wall)))
             for n, _ in libs:
-                print("%-10s %-10s %-8s %-26s %-22s %-12.4f" % (
-                    "", "", n, fmt(pre[n]), "%.4f / %.4f" % (
-                        statistics.median(pre[n]) - statistics.median(plain),
-                        min(pre[n]) - min(plain)), h))
+                w = [x for x, _ in pre[n]]
+                print("%-10s %-10s %-8s %-26s %-22s %-10.4f %-12.4f" % (
+                    "", "", n, fmt(w), "%.4f / %.4f" % (
+                        statistics.median(w) - statistics.median(wall), min(w) - min(wall)),
+                    statistics.median([c for _, c in pre[n]]) - cpu, h))
     return 0
 
 
