@@ -450,13 +450,15 @@ class Differ {
   }
 
  private:
-  static thread_local bod_preload::Span out_[kMaxRanges];
+  // One for the library, not per thread (static TLS would come out of every thread's stack):
+  // every diff runs with the log's mutex held.
+  static bod_preload::Span out_[kMaxRanges];
   const uint8_t* now_;
   uint8_t* seen_;
   uint8_t* img_;
   bod_preload::DiffOut d_;
 };
-thread_local bod_preload::Span Differ::out_[kMaxRanges];
+bod_preload::Span Differ::out_[kMaxRanges];
 
 Diff diff(const uint8_t* now, uint8_t* seen, uint8_t* img, uint64_t off, uint64_t len) {
   Differ d(now, seen, img);
@@ -471,7 +473,8 @@ Diff diff(const uint8_t* now, uint8_t* seen, uint8_t* img, uint64_t off, uint64_
 void look(Log& L, BoState& b) {
   if (!b.map || b.size == 0) return;
   Differ d(b.map, b.seen.data(), b.imaged ? b.img.data() : nullptr);
-  static thread_local std::vector<std::pair<uint64_t, uint64_t>> pages;
+  // mu held; never destroyed: hooks may run during static destruction
+  static auto& pages = *new std::vector<std::pair<uint64_t, uint64_t>>;
   if (b.ta < b.tz && write_track::written(b.map, b.ta, b.tz, pages)) {
     d.add(0, b.ta);
     for (auto& [a, z] : pages) {
