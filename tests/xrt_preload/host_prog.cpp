@@ -3,8 +3,10 @@
 // writes a noop xclbin with kernel "scale" (opcode, instructions, count, in, w, out), loads it,
 // writes the weights once (bo.write + sync), then per iteration fills the input through map(),
 // syncs it, runs the kernel, waits, syncs the output back and reads it with bo.read. Each
-// --bug seeds one mistake at iteration 2 (run 3):
+// --bug seeds one mistake at iteration 2 (run 3; --seed-at N: iteration N, run N + 1):
 //   unsynced-write     input elements 4..7 changed through map() after the sync (bytes 16..32)
+//   unsynced-write-mid the same at elements n/2 + 4 .. n/2 + 7 (in a middle page of a large
+//                      input, which the preload library write-tracks)
 //   short-sync         input synced one element short: sync(TO, 252, 0) of 256 bytes
 //   unsynced-read      output synced back 128 of 256 bytes, then read whole (bytes 128..256)
 //   write-in-flight    the weights rewritten (bo.write + sync) before the run was waited for
@@ -16,7 +18,7 @@
 // never maps through XRT, and after each wait it stores what "scale" computes (in * w) there
 // directly, as a device's write lands in a host_only BO (the recorder, like the program's XRT
 // calls, sees it only through the sync from the device and the read that follow).
-// Usage: bod_xrt_host XCLBIN_PATH [--bug NAME] [--emulate] [--iters N] [--elems N]
+// Usage: bod_xrt_host XCLBIN_PATH [--bug NAME] [--seed-at N] [--emulate] [--iters N] [--elems N]
 #include <xrt/xrt_bo.h>
 #include <xrt/xrt_device.h>
 #include <xrt/xrt_kernel.h>
@@ -37,7 +39,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::string path = argv[1], bug = "none";
-  int iters = 4;
+  int iters = 4, seed_at = 2;
   size_t n = 64;
   bool emulate = false;
   for (int i = 2; i < argc; ++i) {
@@ -49,6 +51,7 @@ int main(int argc, char** argv) {
     if (i + 1 >= argc) break;
     if (a == "--bug") bug = argv[i + 1];
     if (a == "--iters") iters = std::stoi(argv[i + 1]);
+    if (a == "--seed-at") seed_at = std::stoi(argv[i + 1]);
     if (a == "--elems") n = std::stoul(argv[i + 1]);
     ++i;
   }
@@ -82,7 +85,7 @@ int main(int argc, char** argv) {
     double sum = 0;
     auto t0 = std::chrono::steady_clock::now();
     for (int it = 0; it < iters; ++it) {
-      const bool seeded = it == 2;
+      const bool seeded = it == seed_at;
       for (size_t i = 0; i < n; ++i) x[i] = static_cast<float>(it * 1000 + i);
       if (seeded && bug == "short-sync")
         in.sync(XCL_BO_SYNC_BO_TO_DEVICE, bytes - sizeof(float), 0);
@@ -90,6 +93,8 @@ int main(int argc, char** argv) {
         in.sync(XCL_BO_SYNC_BO_TO_DEVICE);
       if (seeded && bug == "unsynced-write")
         for (size_t i = 4; i < 8; ++i) x[i] = -1.0f;
+      if (seeded && bug == "unsynced-write-mid")
+        for (size_t i = n / 2 + 4; i < n / 2 + 8; ++i) x[i] = -1.0f;
       xrt::run run = k(3, instr, 16u, in, w, out);
       if (seeded && bug == "write-in-flight") {
         w.write(wv.data());
