@@ -167,3 +167,39 @@ TEST(ReportFormats, CommandsRefuseOtherFormatsNamingTheirOwn) {
 
 }  // namespace
 }  // namespace bod
+
+namespace bod {
+namespace {
+
+// The per-kernel reuse view of an XRT recording (analysis/xrt_reuse) is in every report that
+// shows the per-key table or the reuse summary: text, markdown (a table for the PR comment) and
+// HTML, with one wording of its cells (xrt_first_run_text / xrt_later_runs_text).
+TEST(XrtReuseView, TextMarkdownAndHtmlShowIt) {
+  auto t = read_trace(std::string(BOD_FIXTURES_DIR) + "/../tests/data/xrt/clean.trace.jsonl");
+  ASSERT_TRUE(t.ok()) << t.error().line();
+  for (auto& c : t->calls) c.slots[3].xrt->changed.clear();  // input re-sent, never changed
+  Report r = build_report("analyze", *t, false);
+  ASSERT_TRUE(apply_gate(r, GateOptions{}));
+  ASSERT_EQ(r.xrt_reuse.size(), 1u);
+  const XrtArgReuse& in = r.xrt_reuse[0].args[3];
+  EXPECT_EQ(xrt_later_runs_text(in), "re-sent 3 of 3, 768 B");
+  std::string text = render_text(r), md = render_markdown(r), html = render_html(r);
+  for (const std::string* s : {&text, &md, &html}) {
+    EXPECT_NE(s->find("re-sent 3 of 3, 768 B"), std::string::npos) << *s;
+    EXPECT_NE(s->find("resident on 3"), std::string::npos) << *s;
+    EXPECT_NE(s->find("missed-static"), std::string::npos) << *s;
+  }
+  EXPECT_NE(md.find("| kernel | arg | bytes | first run | later runs | role | advice |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(html.find("<table id=\"xrt-reuse\">"), std::string::npos);
+  // Not an XRT recording: no such section anywhere.
+  t->header.caps.xrt = false;
+  Report plain = build_report("analyze", *t, false);
+  ASSERT_TRUE(apply_gate(plain, GateOptions{}));
+  EXPECT_EQ(render_markdown(plain).find("Per-kernel BO reuse"), std::string::npos);
+  EXPECT_EQ(render_html(plain).find("xrt-reuse"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace bod

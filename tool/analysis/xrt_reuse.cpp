@@ -93,4 +93,16 @@ std::vector<XrtKernelReuse> xrt_reuse(const Trace& t) {
   return out;
 }
 
+std::string xrt_first_run_text(const XrtArgReuse& a) {
+  return a.first_sent ? "sent " + std::to_string(a.first_sent) + " B" : "not sent";
+}
+
+std::string xrt_later_runs_text(const XrtArgReuse& a) {
+  if (!a.later_runs) return "-";
+  if (a.later_resent)
+    return "re-sent " + std::to_string(a.later_resent) + " of " + std::to_string(a.later_runs) +
+           ", " + std::to_string(a.later_sent_bytes) + " B";
+  return a.first_sent ? "resident on " + std::to_string(a.later_runs) : "not sent";
+}
+
 }  // namespace bod

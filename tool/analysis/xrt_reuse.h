@@ -41,4 +41,9 @@ struct XrtKernelReuse {
 // Empty unless the trace has capability xrt.
 std::vector<XrtKernelReuse> xrt_reuse(const Trace& t);
 
+// The view's cells, one wording for every report format: "sent 256 B" / "not sent" for the
+// first run; "re-sent 3 of 3, 768 B", "resident on 3", "not sent" or "-" for the later runs.
+std::string xrt_first_run_text(const XrtArgReuse& a);
+std::string xrt_later_runs_text(const XrtArgReuse& a);
+
 }  // namespace bod

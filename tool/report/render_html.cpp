@@ -343,6 +343,24 @@ std::string render_html(const Report& r) {
       << log_plot(*r.trace, "relplot", "max_rel", -7, 3, -1, "", max_rel);
   }
 
+  if (!r.xrt_reuse.empty()) {
+    // The per-kernel reuse view of a recording at the XRT boundary (analysis/xrt_reuse.h).
+    o << "<h2>Per-kernel BO reuse (recorded at the XRT boundary): first run vs later "
+         "runs</h2>\n<table id=\"xrt-reuse\"><tr><th>kernel</th><th>runs</th><th>arg</th>"
+         "<th>bytes</th><th>first run</th><th>later runs</th><th>role</th><th>advice</th></tr>\n";
+    for (auto& k : r.xrt_reuse)
+      for (auto& a : k.args) {
+        if (!a.is_bo) continue;
+        o << "<tr><td class=\"l\">" << esc((k.ns.empty() ? "" : k.ns + "/") + k.kernel)
+          << "</td><td>" << k.runs << "</td><td class=\"l\">" << esc(a.name) << "</td><td>"
+          << a.bytes << "</td><td>" << esc(xrt_first_run_text(a)) << "</td><td>"
+          << esc(xrt_later_runs_text(a)) << "</td><td>" << esc(a.role) << "</td><td class=\"l\""
+          << (a.corrupts ? " style=\"color:#c0392b;font-weight:bold\"" : "") << ">" << esc(a.advice)
+          << "</td></tr>\n";
+      }
+    o << "</table>\n";
+  }
+
   o << "<h2>Findings</h2>\n";
   if (r.groups.empty()) o << "<p>No findings.</p>\n";
   for (size_t gi = 0; gi < r.groups.size(); ++gi) {

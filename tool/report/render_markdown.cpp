@@ -97,6 +97,20 @@ std::string render_markdown(const Report& r) {
          "first ("
       << run.reuse.steady_calls << " calls), both engines in the same process._\n";
   }
+  if (!r.xrt_reuse.empty()) {
+    // The per-kernel reuse view of a recording at the XRT boundary (analysis/xrt_reuse.h).
+    o << "\n### Per-kernel BO reuse (recorded at the XRT boundary): first run vs later runs\n"
+      << "\n| kernel | arg | bytes | first run | later runs | role | advice |\n"
+      << "|---|---|---|---|---|---|---|\n";
+    for (auto& k : r.xrt_reuse)
+      for (auto& a : k.args) {
+        if (!a.is_bo) continue;
+        o << "| " << cell((k.ns.empty() ? "" : k.ns + "/") + k.kernel) << " | " << cell(a.name)
+          << " | " << a.bytes << " | " << xrt_first_run_text(a) << " | " << xrt_later_runs_text(a)
+          << " | " << cell(a.role) << " | "
+          << cell(a.advice + (a.corrupts ? " [corrupts results]" : "")) << " |\n";
+      }
+  }
   if (!r.stub_kernels.empty()) o << "\n> " << stub_line(r) << "\n";
   if (!r.findings.empty()) {
     o << "\n| severity | check | call | kernel | bo_key | slot | message |\n"

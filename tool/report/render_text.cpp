@@ -197,14 +197,7 @@ std::string render_text(const Report& r) {
       o << "    arg          bytes  first run        later runs                   role\n";
       for (auto& a : k.args) {
         if (!a.is_bo) continue;
-        std::string first =
-            a.first_sent ? "sent " + std::to_string(a.first_sent) + " B" : "not sent";
-        std::string later = !a.later_runs    ? "-"
-                            : a.later_resent ? "re-sent " + std::to_string(a.later_resent) +
-                                                   " of " + std::to_string(a.later_runs) + ", " +
-                                                   std::to_string(a.later_sent_bytes) + " B"
-                            : a.first_sent ? "resident on " + std::to_string(a.later_runs)
-                                           : "not sent";
+        std::string first = xrt_first_run_text(a), later = xrt_later_runs_text(a);
         char line[256];
         std::snprintf(line, sizeof line, "    %-10s %7llu  %-16s %-28s %s\n", P(a.name).c_str(),
                       static_cast<unsigned long long>(a.bytes), first.c_str(), later.c_str(),
