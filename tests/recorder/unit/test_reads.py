@@ -136,27 +136,68 @@ class ReadsWithShadow(Reads):
 
     def test_calls_not_shadowed_are_read_as_without_shadow(self):
         """A call a harmless shadow run stands for reads after its dispatch what a call of
-        plain record reads: the static BO only at sampled calls, the scratch not (it is read
-        before the next call instead: whether that one is shadowed depends on its bytes), and
-        the input slot whose data never changed, because missed-static reads it there."""
+        plain record reads: the static BO only at sampled calls, the scratch not, and the input
+        slot whose data never changed, because missed-static reads it there. The scratch then
+        holds what that call left (a leftover, "left:K" in the signature): the first such call
+        is read and shadowed (call 4), and once that run was harmless the later ones are not
+        read before the call either, but at the key's sampled calls (call 8)."""
         calls, reads = self.run_calls(10, body=overwriting_kernel)
         w = array_hash(np.full(N, 2.0, np.float32))
         ones = array_hash(np.full(N, 1.0, np.float32))
-        self.assertEqual([c.get("shadow_like") for c in calls], [None, None] + [2] * 8)
+        self.assertEqual([c.get("shadow_like") for c in calls],
+                         [None, None, 2, None, 2, 4, 4, 4, 4, 4])
         for call in calls[2:]:
             n, (s0, s1, s2) = call["n"], call["slots"][:3]
             self.assertEqual(s0["reuse"], [w, w], n)
-            self.assertEqual(s1["reuse"], [ones, NO_HASH], n)  # before: read; after: not
             self.assertEqual(s2["reuse"], [s2["host"]["hash"]] * 2, n)  # for missed-static
+            if n == 4:  # shadowed: every BO read after the dispatch
+                self.assertEqual(s1["reuse"], [ones, ones], n)
+                continue
             self.assertEqual(call["x"]["bo_unread_after"], [1], n)
-            if n in (3, 4, 8):  # sampled: the weight BO is read again (synced)
+            if n in (3, 5, 8):  # 3, 5: known from the shadowed call before; 8: sampled
+                self.assertEqual(s1["reuse"], [ones, NO_HASH], n)
+                self.assertNotIn("bo_unread_before", call["x"], n)
+            else:  # the leftover, not read
+                self.assertEqual(s1["reuse"], [NO_HASH, NO_HASH], n)
+                self.assertEqual(call["x"]["bo_unread_before"], [1], n)
+            if n in (3, 8):  # sampled: the weight BO is read again (synced)
                 self.assertNotIn("bo_assumed_unchanged", call["x"], n)
-                self.assertEqual(reads[n - 1], (3 if n > 3 else 2,
-                                                (8 if n > 3 else 4) * N + 32), n)
             else:
                 self.assertEqual(call["x"]["bo_assumed_unchanged"], [0], n)
-                # the scratch before (4 MiB, one sync), the 16-byte input (one sync), the output
-                self.assertEqual(reads[n - 1], (2, 4 * N + 32), n)
+        # Not sampled, nothing but the 16-byte input (one sync, for missed-static) and the
+        # output are read: not the 4 MiB scratch, whose hash after call 4 stood for call 5.
+        for n in (5, 6, 7, 9, 10):
+            self.assertEqual(reads[n - 1], (1, 32), n)
+        self.assertEqual(reads[7], (3, 8 * N + 32))  # call 8: the weight and the scratch
+
+    def test_a_leftover_of_another_kind_is_shadowed_at_the_next_sampled_call(self):
+        """From call 6 on the kernel leaves its scratch as zeros (what the program passes):
+        the leftover's kind changes from "bytes" to none. Call 7's is not read (its kind taken
+        as before); call 8, sampled, reads it: the BOs hold what the no-reuse engine writes
+        (call 1 stands for it); call 9's leftover of that new kind is read and shadowed."""
+        state = {"n": 0}
+
+        def kernel_then_zeros(a):  # by the program's call number (the shadow runs it too)
+            w, s = a.get(0, (N,)), a.get(1, (N,))
+            s[...] = 1.0 if state["n"] < 6 else 0.0
+            a.get(3, (4,))[...] = w[:4] + a.get(2, (4,))
+
+        c = self.wrapped(cache_dir=os.path.join(self.dir, "kernels"))
+        c.register("k", kernel_then_zeros, 4)
+        w = np.full(N, 2.0, np.float32)
+        for n in range(1, 10):
+            state["n"] = n
+            c.load_and_run("k", {}, w, np.zeros(N, np.float32), np.ones(4, np.float32),
+                           np.zeros(4, np.float32), static_input_indices=[0],
+                           intermediate_indices=[1], output_indices=[3], bo_key="k")
+        calls = self.calls()
+        zeros = array_hash(np.zeros(N, np.float32))
+        self.assertEqual([c.get("shadow_like") for c in calls],
+                         [None, None, 2, None, 2, 4, 4, 1, None])
+        self.assertEqual(calls[6]["slots"][1]["reuse"][0], NO_HASH)
+        self.assertEqual(calls[7]["slots"][1]["reuse"][0], zeros)
+        self.assertEqual(calls[8]["slots"][1]["reuse"], [zeros, zeros])
+
 
 if __name__ == "__main__":
     unittest.main()

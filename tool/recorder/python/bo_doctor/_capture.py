@@ -269,6 +269,10 @@ class CallCapture:
         self.pre = {}
         self.unread_before, self.unread_after, self.assumed = [], [], []
         self.assumed_before = []
+        # Skipped intermediates whose before-state is the key's previous leftover (--shadow)
+        self.left = set()
+        left_ok = bool(rec.shadow) and not rec.shadow.every and self.lazy_after and \
+            not self.new
         if not self.new:
             bos = cache._cached_bos[a.key]
             pooled = {id(bo) for bo in (getattr(cache, "_shared_bos", {}) or {}).values()}
@@ -279,15 +283,24 @@ class CallCapture:
                 ph = self.hosts[i].source == "placeholder"
                 if (not self.written[i] or ph) and i < len(bos):
                     extent = int(bos[i].size()) if ph else self.hosts[i].bytes
-                    if self.lazy and not ph and i in a.inter and i not in a.static and \
+                    if not ph and i in a.inter and i not in a.static and \
                             i not in outs and i not in self.new_data and \
                             self.hosts[i].source != "view" and id(bos[i]) not in pooled and \
-                            not rec.bos.has(bos[i], extent):
-                        # A skipped intermediate passed the data the key's previous call
-                        # passed there: no check reads its bytes before the call.
-                        self.pre[i] = NO_HASH
-                        self.unread_before.append(i)
-                        continue
+                            (self.lazy or left_ok) and not rec.bos.has(bos[i], extent):
+                        if self.lazy:
+                            # A skipped intermediate passed the data the key's previous call
+                            # passed there: no check reads its bytes before the call.
+                            self.pre[i] = NO_HASH
+                            self.unread_before.append(i)
+                            continue
+                        # With --shadow: it holds what the key's previous call (not shadowed)
+                        # left there, a kind of difference of its own (_shadow.py `left`),
+                        # not read once a shadow run showed that kind harmless.
+                        self.left.add(i)
+                        if rec.shadow.left_verified(self.ns, a.key, i, self.sampled):
+                            self.pre[i] = NO_HASH
+                            self.unread_before.append(i)
+                            continue
                     if id(bos[i]) in rec.bos.assumed and rec.bos.has(bos[i], extent):
                         self.assumed_before.append(i)  # carried over, not read
                     self.pre[i] = rec.bos.hash(bos[i], extent, sync=True,

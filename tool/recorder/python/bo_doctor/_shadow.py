@@ -88,6 +88,14 @@ class Shadow:
         self.first_arrays = {}
         self.last_real = {}     # (ns, key, slot) -> (array last really written there, its call)
         self.caches = {}        # id(cache) -> (reference to the cache, its private copy)
+        # A skipped intermediate whose bytes before the call are what the key's previous call
+        # (not shadowed, so its bytes after the dispatch were not read) left there, passed the
+        # same data as then (CallCapture.left): its kind of difference is "left:K", K the kind
+        # the slot had at the last call its bytes were known. (ns, key, slot) -> that K.
+        self.left_root = {}
+        # (ns, key, slot, K): a shadow run with the slot read and of kind "left:K" was harmless;
+        # from then on such a slot is not read before the call (but at the key's sampled calls)
+        self.left_shown = set()
 
     def before(self, c):
         """Keeps what the shadow run of CallCapture c needs from before the real call."""
@@ -133,6 +141,15 @@ class Shadow:
         if hasattr(cache, "verbose"):
             sh.verbose = False
         return sh
+
+    def left_verified(self, ns, key, i, sampled):
+        """Whether slot i, holding the key's previous leftover, may go unread before the call:
+        a shadow run already showed its kind ("left:K") harmless, and this is not one of the
+        key's sampled calls (where it is read, and a change of K gives a new signature)."""
+        if sampled:
+            return False
+        k = self.left_root.get((ns, key, i))
+        return k is not None and (ns, key, i, k) in self.left_shown
 
     def release(self, c, call):
         """After a key's first call: a large static array its BO holds whole, byte for byte
@@ -284,6 +301,11 @@ class Shadow:
         if all(o.bit_exact for o in call.outputs) and not any(
                 s.role == "static" and s.no_reuse[0] != s.no_reuse[1] for s in call.slots):
             self.harmless.setdefault(sig, c.n)
+            for i, kind in c.left_read.items():
+                self.left_shown.add((c.ns, a.key, i, kind))
+        else:  # not harmless: a leftover slot is read again before the key's next calls
+            for i in c.left_unread:
+                self.left_shown.discard((c.ns, a.key, i, self.left_root[(c.ns, a.key, i)]))
 
     def signature(self, c, call, fresh, pre):
         """What a shadow run's outcome depends on beyond the data: the kernel (its arity
@@ -296,12 +318,29 @@ class Shadow:
         shapes = tuple((tuple(h.shape), h.dtype, h.bytes, h.source == "placeholder")
                        for h in c.hosts)
         diffs = []
+        left = getattr(c, "left", ())
+        c.left_read, c.left_unread = {}, []
         for i, s in enumerate(call.slots):
             kind = ""
-            if s.reuse[0] == NO_HASH:
-                kind = "unread"
-            elif s.reuse[0] != pre[i]:
-                kind = "bytes"
+            if i in left and s.reuse[0] == NO_HASH:
+                # not read: what the key's previous call left, a kind shown harmless before
+                root = self.left_root[(c.ns, a.key, i)]
+                kind = "left:" + root
+                c.left_unread.append(i)
+            else:
+                if s.reuse[0] == NO_HASH:
+                    kind = "unread"
+                elif s.reuse[0] != pre[i]:
+                    kind = "bytes"
+                if s.role == "intermediate" and not s.written and kind != "unread":
+                    # the slot's kind whenever its bytes are known: a later leftover's root
+                    k = (c.ns, a.key, i)
+                    if i in left and self.left_root.get(k) == kind:
+                        c.left_read[i] = kind  # read, and the leftover kept its kind
+                        self.left_root[k] = kind
+                        kind = "left:" + kind
+                    else:
+                        self.left_root[k] = kind
             if s.bo_bytes != fresh[i].nbytes:
                 kind += "+size"
             if kind:
