@@ -709,6 +709,9 @@ TEST_P(RecordShortcuts, OnAndOffGiveTheSameTrace) {
     // per entry: may be unread with --shadow (a reuse after-hash of a call not shadowed, or a
     // static's before-hash carried over from such a call: x.bo_assumed_before)
     std::vector<char> may_skip;
+    // per entry: a no-reuse after-hash of a call not shadowed (the shortcut trace may shadow a
+    // call the exact one does not: a leftover intermediate's first run of kind left:K)
+    std::vector<char> not_shadowed;
   };
   auto hashes = [](const fs::path& p) {
     Hashes r;
@@ -740,7 +743,11 @@ TEST_P(RecordShortcuts, OnAndOffGiveTheSameTrace) {
                                                                                 : 0,
                                          0, 0});
         bool like = j.contains("shadow_like");
-        r.may_skip.insert(r.may_skip.end(), {0, 0, listed("bo_assumed_before", slot), like, 0, 0});
+        r.may_skip.insert(r.may_skip.end(), {0, 0,
+                                             listed("bo_assumed_before", slot) ||
+                                                 listed("bo_unread_before", slot),
+                                             like, 0, 0});
+        r.not_shadowed.insert(r.not_shadowed.end(), {0, 0, 0, 0, 0, like});
       }
     }
     return r;
@@ -770,7 +777,7 @@ TEST_P(RecordShortcuts, OnAndOffGiveTheSameTrace) {
       if (h[0].unread[k] == 1) {
         EXPECT_EQ(h[0].h[k], "0000000000000000") << what << " entry " << k;
         ++unread;
-      } else if (h[0].unread[k] == 0) {
+      } else if (h[0].unread[k] == 0 && !h[0].not_shadowed[k] && !h[1].not_shadowed[k]) {
         EXPECT_EQ(h[0].h[k], h[1].h[k]) << what << " entry " << k;
       }
     }
