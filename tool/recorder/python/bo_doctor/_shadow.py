@@ -93,8 +93,10 @@ class Shadow:
         # same data as then (CallCapture.left): its kind of difference is "left:K", K the kind
         # the slot had at the last call its bytes were known. (ns, key, slot) -> that K.
         self.left_root = {}
-        # (ns, key, slot, K): a shadow run with the slot read and of kind "left:K" was harmless;
-        # from then on such a slot is not read before the call (but at the key's sampled calls)
+        # (ns, key, slot, K): a shadow run with the slot read and of kind "left:K" was harmless,
+        # or stood for a call (its signature's harmless run) where the slot was read and of that
+        # kind; from then on such a slot is not read before the call (but at the key's sampled
+        # calls)
         self.left_shown = set()
 
     def before(self, c):
@@ -234,6 +236,9 @@ class Shadow:
         # Not shadowed: an earlier call of the same kernel, binary, shapes and kind of
         # before-state difference gave bit-identical outputs and left its statics as written.
         skip = not self.every and c.key_call > 2 and like is not None
+        if skip:  # that harmless run (of another key, maybe) stands for these leftovers too
+            for i, kind in c.left_read.items():
+                self.left_shown.add((c.ns, a.key, i, kind))
         c.shadow_plan = (fresh, fed, pre, sig, like if skip else None)
         return not skip
 
