@@ -170,6 +170,27 @@ class ReadsWithShadow(Reads):
             self.assertEqual(reads[n - 1], (1, 32), n)
         self.assertEqual(reads[7], (3, 8 * N + 32))  # call 8: the weight and the scratch
 
+    def test_a_leftover_shown_harmless_on_one_key_stands_for_another(self):
+        """Two keys (two layers) of one kernel, binary and shapes: key "a"'s leftover gets the
+        shadow run (its 4th call); key "b"'s 4th call, read, has the signature that run made
+        harmless, so it is not shadowed, and from its 5th call on its scratch is not read."""
+        c = self.wrapped(cache_dir=os.path.join(self.dir, "kernels"))
+        c.register("k", overwriting_kernel, 4)
+        w = np.full(N, 2.0, np.float32)
+        for _ in range(6):
+            for key in ("a", "b"):
+                c.load_and_run("k", {}, w, np.zeros(N, np.float32), np.ones(4, np.float32),
+                               np.zeros(4, np.float32), static_input_indices=[0],
+                               intermediate_indices=[1], output_indices=[3], bo_key=key)
+        calls = self.calls()
+        b = [x for x in calls if x["bo_key"] == "b"]
+        self.assertIsNone(calls[6].get("shadow_like"))  # key a's 4th call: the leftover's run
+        self.assertEqual(b[3].get("shadow_like"), 7)    # key b's 4th: read, stood for by it
+        self.assertNotIn("bo_unread_before", b[3]["x"])
+        for x in b[4:]:
+            self.assertEqual(x["x"]["bo_unread_before"], [1], x["n"])
+            self.assertEqual(x["slots"][1]["reuse"][0], NO_HASH, x["n"])
+
     def test_a_leftover_of_another_kind_is_shadowed_at_the_next_sampled_call(self):
         """From call 6 on the kernel leaves its scratch as zeros (what the program passes):
         the leftover's kind changes from "bytes" to none. Call 7's is not read (its kind taken
