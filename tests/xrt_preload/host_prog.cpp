@@ -18,7 +18,11 @@
 // never maps through XRT, and after each wait it stores what "scale" computes (in * w) there
 // directly, as a device's write lands in a host_only BO (the recorder, like the program's XRT
 // calls, sees it only through the sync from the device and the read that follow).
+// --end _exit ends the program with _exit(0) after its last read, --end exec with execv of
+// /bin/true (the events after the last run start must still reach the log).
 // Usage: bod_xrt_host XCLBIN_PATH [--bug NAME] [--seed-at N] [--emulate] [--iters N] [--elems N]
+//                     [--end return|_exit|exec]
+#include <unistd.h>
 #include <xrt/xrt_bo.h>
 #include <xrt/xrt_device.h>
 #include <xrt/xrt_kernel.h>
@@ -38,7 +42,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: bod_xrt_host XCLBIN_PATH [--bug NAME] [--iters N] [--elems N]\n");
     return 2;
   }
-  std::string path = argv[1], bug = "none";
+  std::string path = argv[1], bug = "none", end = "return";
   int iters = 4, seed_at = 2;
   size_t n = 64;
   bool emulate = false;
@@ -53,6 +57,7 @@ int main(int argc, char** argv) {
     if (a == "--iters") iters = std::stoi(argv[i + 1]);
     if (a == "--seed-at") seed_at = std::stoi(argv[i + 1]);
     if (a == "--elems") n = std::stoul(argv[i + 1]);
+    if (a == "--end") end = argv[i + 1];
     ++i;
   }
   if (bug == "unwritten-output") emulate = true;
@@ -121,6 +126,14 @@ int main(int argc, char** argv) {
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     std::printf("ok %d runs, sum %g\n", iters, sum);
     std::fprintf(stderr, "loop_ms %.6f\n", ms);  // for tool/bench/bench_xrt_preload.py
+    std::fflush(stdout);
+    if (end == "_exit") _exit(0);
+    if (end == "exec") {
+      char true_path[] = "/bin/true";
+      char* args[] = {true_path, nullptr};
+      execv(true_path, args);
+      return 4;
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "xrt error: %s\n", e.what());
     return 3;

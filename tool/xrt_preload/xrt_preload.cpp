@@ -17,12 +17,14 @@
 #include <xrt/xrt_bo.h>
 #include <xrt/xrt_kernel.h>
 #define XXH_INLINE_ALL
+#include <alloca.h>
 #include <pthread.h>
 #include <xxhash.h>
 
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <cstdarg>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -870,3 +872,117 @@ ert_cmd_state xrt::run::wait(const std::chrono::milliseconds& timeout) const {
       .end("}");
   return s;
 }
+
+// ---- endings that skip the exit handlers -------------------------------------------------
+// _exit, _Exit and the exec family end the process image without the atexit handler that writes
+// the buffered lines (a sync from the device and a read after the last run start, the evidence
+// of unsynced-read): each writes them, then forwards to the real function with the same
+// arguments. A kill cannot be caught: what it cuts off is lost, as a torn spool line of the
+// Python recorder is.
+namespace {
+
+void write_before_the_end() {
+  Log& L = log();
+  std::unique_lock<std::mutex> g(L.mu, std::try_to_lock);  // never wait for another thread
+  if (g.owns_lock()) L.flush();
+}
+
+template <class F>
+F next_fn(const char* name) {
+  return reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
+}
+
+// The variadic execs' arguments: how many after `arg0` up to the null that ends them, then
+// copied into `out` (count + 2 entries: arg0, them, the null) on the caller's stack (alloca: no
+// heap in a vfork child), with `envp` after the null (execle).
+size_t exec_count(va_list ap) {
+  size_t n = 0;
+  while (va_arg(ap, char*)) ++n;
+  return n;
+}
+void exec_fill(char** out, const char* arg0, size_t n, va_list ap, char* const** envp) {
+  out[0] = const_cast<char*>(arg0);
+  for (size_t i = 1; i <= n; ++i) out[i] = va_arg(ap, char*);
+  out[n + 1] = va_arg(ap, char*);  // the null
+  if (envp) *envp = va_arg(ap, char* const*);
+}
+
+}  // namespace
+
+extern "C" {
+
+__attribute__((noreturn)) void _exit(int status) {
+  write_before_the_end();
+  next_fn<void (*)(int)>("_exit")(status);
+  __builtin_unreachable();
+}
+
+__attribute__((noreturn)) void _Exit(int status) noexcept {
+  write_before_the_end();
+  next_fn<void (*)(int)>("_Exit")(status);
+  __builtin_unreachable();
+}
+
+int execve(const char* path, char* const argv[], char* const envp[]) noexcept {
+  write_before_the_end();
+  return next_fn<int (*)(const char*, char* const*, char* const*)>("execve")(path, argv, envp);
+}
+
+int execv(const char* path, char* const argv[]) noexcept {
+  write_before_the_end();
+  return next_fn<int (*)(const char*, char* const*)>("execv")(path, argv);
+}
+
+int execvp(const char* file, char* const argv[]) noexcept {
+  write_before_the_end();
+  return next_fn<int (*)(const char*, char* const*)>("execvp")(file, argv);
+}
+
+int execvpe(const char* file, char* const argv[], char* const envp[]) noexcept {
+  write_before_the_end();
+  return next_fn<int (*)(const char*, char* const*, char* const*)>("execvpe")(file, argv, envp);
+}
+
+int fexecve(int fd, char* const argv[], char* const envp[]) noexcept {
+  write_before_the_end();
+  return next_fn<int (*)(int, char* const*, char* const*)>("fexecve")(fd, argv, envp);
+}
+
+int execl(const char* path, const char* arg, ...) noexcept {
+  va_list ap, count;
+  va_start(ap, arg);
+  va_copy(count, ap);
+  size_t n = exec_count(count);
+  va_end(count);
+  auto** v = static_cast<char**>(alloca((n + 2) * sizeof(char*)));
+  exec_fill(v, arg, n, ap, nullptr);
+  va_end(ap);
+  return execv(path, v);
+}
+
+int execlp(const char* file, const char* arg, ...) noexcept {
+  va_list ap, count;
+  va_start(ap, arg);
+  va_copy(count, ap);
+  size_t n = exec_count(count);
+  va_end(count);
+  auto** v = static_cast<char**>(alloca((n + 2) * sizeof(char*)));
+  exec_fill(v, arg, n, ap, nullptr);
+  va_end(ap);
+  return execvp(file, v);
+}
+
+int execle(const char* path, const char* arg, ...) noexcept {
+  va_list ap, count;
+  va_start(ap, arg);
+  va_copy(count, ap);
+  size_t n = exec_count(count);
+  va_end(count);
+  auto** v = static_cast<char**>(alloca((n + 2) * sizeof(char*)));
+  char* const* envp = nullptr;
+  exec_fill(v, arg, n, ap, &envp);
+  va_end(ap);
+  return execve(path, v, envp);
+}
+
+}  // extern "C"

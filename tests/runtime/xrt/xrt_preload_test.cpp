@@ -263,6 +263,23 @@ struct Seeded {
 
 class XrtPreloadBug : public XrtPreload, public ::testing::WithParamInterface<Seeded> {};
 
+// The lines after the last run start (the output's partial sync and its read: the evidence of
+// unsynced-read at the last run) are still buffered when the program ends; _exit and exec skip
+// the exit handler that writes them, so the library writes them before forwarding those calls.
+TEST_F(XrtPreload, EventsAfterTheLastRunStartSurviveExitAndExec) {
+  for (std::string end : {"return", "_exit", "exec"}) {
+    testing::Proc rec;
+    auto r = record("unsynced-read", &rec, " --seed-at 3 --end " + end);  // run 4 of 4
+    EXPECT_NE(rec.out.find("ok 4 runs"), std::string::npos) << end << ": " << rec.out;
+    auto fs = findings(r);
+    ASSERT_EQ(fs.size(), 1u) << end << ": " << r.dump(1);
+    EXPECT_EQ(fs[0]["check"], "unsynced-read") << end;
+    EXPECT_EQ(fs[0]["call"], 4) << end;
+    EXPECT_NE(fs[0]["message"].get<std::string>().find("bytes 128..256 of BO 4"), std::string::npos)
+        << end << ": " << fs[0]["message"];
+  }
+}
+
 TEST_P(XrtPreloadBug, FoundAtItsRunArgumentAndRange) {
   const Seeded& s = GetParam();
   auto r = record(s.bug);
