@@ -892,19 +892,21 @@ F next_fn(const char* name) {
   return reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
 }
 
-// The variadic execs' arguments: how many after `arg0` up to the null that ends them, then
-// copied into `out` (count + 2 entries: arg0, them, the null) on the caller's stack (alloca: no
-// heap in a vfork child), with `envp` after the null (execle).
-size_t exec_count(va_list ap) {
+// A variadic exec's arguments after `arg0`, up to the null that ends them (and for execle the
+// environment after it), gathered on this function's stack (alloca: no heap in a vfork child)
+// and handed to `forward(argv, envp)`, which this function returns from.
+template <class Forward>
+int exec_list(const char* arg0, va_list ap, bool with_env, Forward forward) {
+  va_list count;
+  va_copy(count, ap);
   size_t n = 0;
-  while (va_arg(ap, char*)) ++n;
-  return n;
-}
-void exec_fill(char** out, const char* arg0, size_t n, va_list ap, char* const** envp) {
-  out[0] = const_cast<char*>(arg0);
-  for (size_t i = 1; i <= n; ++i) out[i] = va_arg(ap, char*);
-  out[n + 1] = va_arg(ap, char*);  // the null
-  if (envp) *envp = va_arg(ap, char* const*);
+  while (va_arg(count, char*)) ++n;
+  va_end(count);
+  auto** v = static_cast<char**>(alloca((n + 2) * sizeof(char*)));
+  v[0] = const_cast<char*>(arg0);
+  for (size_t i = 1; i <= n + 1; ++i) v[i] = va_arg(ap, char*);  // the null last
+  char* const* envp = with_env ? va_arg(ap, char* const*) : nullptr;
+  return forward(v, envp);
 }
 
 }  // namespace
@@ -949,40 +951,28 @@ int fexecve(int fd, char* const argv[], char* const envp[]) noexcept {
 }
 
 int execl(const char* path, const char* arg, ...) noexcept {
-  va_list ap, count;
+  va_list ap;
   va_start(ap, arg);
-  va_copy(count, ap);
-  size_t n = exec_count(count);
-  va_end(count);
-  auto** v = static_cast<char**>(alloca((n + 2) * sizeof(char*)));
-  exec_fill(v, arg, n, ap, nullptr);
+  int r = exec_list(arg, ap, false, [&](char* const* v, char* const*) { return execv(path, v); });
   va_end(ap);
-  return execv(path, v);
+  return r;
 }
 
 int execlp(const char* file, const char* arg, ...) noexcept {
-  va_list ap, count;
+  va_list ap;
   va_start(ap, arg);
-  va_copy(count, ap);
-  size_t n = exec_count(count);
-  va_end(count);
-  auto** v = static_cast<char**>(alloca((n + 2) * sizeof(char*)));
-  exec_fill(v, arg, n, ap, nullptr);
+  int r = exec_list(arg, ap, false, [&](char* const* v, char* const*) { return execvp(file, v); });
   va_end(ap);
-  return execvp(file, v);
+  return r;
 }
 
 int execle(const char* path, const char* arg, ...) noexcept {
-  va_list ap, count;
+  va_list ap;
   va_start(ap, arg);
-  va_copy(count, ap);
-  size_t n = exec_count(count);
-  va_end(count);
-  auto** v = static_cast<char**>(alloca((n + 2) * sizeof(char*)));
-  char* const* envp = nullptr;
-  exec_fill(v, arg, n, ap, &envp);
+  int r = exec_list(arg, ap, true,
+                    [&](char* const* v, char* const* envp) { return execve(path, v, envp); });
   va_end(ap);
-  return execve(path, v, envp);
+  return r;
 }
 
 }  // extern "C"
