@@ -39,6 +39,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/uffd_wp.h"
 #include "preload_diff.h"
 
 namespace {
@@ -103,55 +104,18 @@ uint64_t trace_hash(const void* data, size_t n) {
 // the BO is compared whole at every look as before.
 namespace write_track {
 
-constexpr uint64_t kFeatureWpUnpopulated = 1ull << 13;  // linux/userfaultfd.h, Linux 6.7+
-constexpr uint64_t kFeatureWpAsync = 1ull << 15;
-struct PageRegion {
-  uint64_t start, end, categories;
-};
-struct PmScanArg {
-  uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages, category_inverted,
-      category_mask, category_anyof_mask, return_mask;
-};
-constexpr uint64_t kPageIsWritten = 1u << 1;
-constexpr uint64_t kScanWpMatching = 1u << 0;
-constexpr uint64_t kScanCheckWpAsync = 1u << 1;
-constexpr unsigned long kPagemapScan = _IOWR('f', 16, PmScanArg);
+using namespace bod::uffd_wp;
 // Below this a whole comparison costs about what the scan's system call does.
 constexpr uint64_t kMinBytes = uint64_t(128) << 10;
 
 int g_uffd = -1, g_pagemap = -1;
 uint64_t g_page = 4096;
 
-bool protect(uintptr_t start, uint64_t len) {
-  uffdio_writeprotect wp{};
-  wp.range.start = start;
-  wp.range.len = len;
-  wp.mode = UFFDIO_WRITEPROTECT_MODE_WP;
-  return ioctl(g_uffd, UFFDIO_WRITEPROTECT, &wp) == 0;
-}
-
 // The written pages of [start, end) (page-aligned), protected again, as calls of f(lo, hi) in
 // increasing order; false when the scan failed.
 template <typename F>
-bool scan(uintptr_t start, uintptr_t end, F f) {
-  PageRegion vec[64];
-  while (start < end) {
-    PmScanArg a{};
-    a.size = sizeof a;
-    a.flags = kScanWpMatching | kScanCheckWpAsync;
-    a.start = start;
-    a.end = end;
-    a.vec = reinterpret_cast<uint64_t>(vec);
-    a.vec_len = sizeof vec / sizeof vec[0];
-    a.category_mask = kPageIsWritten;
-    a.return_mask = kPageIsWritten;
-    long n = ioctl(g_pagemap, kPagemapScan, &a);
-    if (n < 0) return false;
-    for (long i = 0; i < n; ++i) f(vec[i].start, vec[i].end);
-    if (a.walk_end <= start) return false;
-    start = a.walk_end;
-  }
-  return true;
+bool scan_written(uintptr_t start, uintptr_t end, F f) {
+  return bod::uffd_wp::scan(g_pagemap, start, end, kPageIsWritten, 0, true, f) == 0;
 }
 
 // Opens the tracker once and proves it on a probe buffer (a write to one page of four shows as
@@ -159,34 +123,16 @@ bool scan(uintptr_t start, uintptr_t end, F f) {
 bool ready() {
   static const bool ok = [] {
     g_page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-    int fd = static_cast<int>(syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK));
-    if (fd < 0) fd = static_cast<int>(syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | 1));
-    if (fd < 0) return false;
-    uffdio_api api{};
-    api.api = UFFD_API;
-    api.features = kFeatureWpAsync | kFeatureWpUnpopulated;
-    int pm =
-        ioctl(fd, UFFDIO_API, &api) == 0 ? ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC) : -1;
-    if (pm < 0) {
-      ::close(fd);
-      return false;
-    }
-    g_uffd = fd, g_pagemap = pm;
+    if (bod::uffd_wp::open_tracker(&g_uffd, &g_pagemap) != 0) return false;
     const uint64_t len = 4 * g_page;
     void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     bool good = p != MAP_FAILED;
     const auto base = reinterpret_cast<uintptr_t>(p);
-    if (good) {
-      uffdio_register reg{};
-      reg.range.start = base;
-      reg.range.len = len;
-      reg.mode = UFFDIO_REGISTER_MODE_WP;
-      good = ioctl(g_uffd, UFFDIO_REGISTER, &reg) == 0 && protect(base, len);
-    }
+    if (good) good = bod::uffd_wp::track(g_uffd, base, len) == 0;
     if (good) {
       static_cast<volatile uint8_t*>(p)[2 * g_page + 5] = 1;
       int hits = 0;
-      good = scan(base, base + len, [&](uint64_t lo, uint64_t hi) {
+      good = scan_written(base, base + len, [&](uint64_t lo, uint64_t hi) {
         hits += lo == base + 2 * g_page && hi == base + 3 * g_page ? 1 : 2;
       });
       good = good && hits == 1;
@@ -207,25 +153,13 @@ std::pair<uint64_t, uint64_t> track(const uint8_t* p, uint64_t n) {
   if (n < kMinBytes || !ready()) return {0, 0};
   const auto a = reinterpret_cast<uintptr_t>(p);
   const uintptr_t lo = (a + g_page - 1) / g_page * g_page, hi = (a + n) / g_page * g_page;
-  if (hi <= lo) return {0, 0};
-  uffdio_register reg{};
-  reg.range.start = lo;
-  reg.range.len = hi - lo;
-  reg.mode = UFFDIO_REGISTER_MODE_WP;
-  if (ioctl(g_uffd, UFFDIO_REGISTER, &reg) != 0) return {0, 0};
-  if (!protect(lo, hi - lo)) {
-    uffdio_range r{lo, hi - lo};
-    ioctl(g_uffd, UFFDIO_UNREGISTER, &r);
-    return {0, 0};
-  }
+  if (hi <= lo || bod::uffd_wp::track(g_uffd, lo, hi - lo) != 0) return {0, 0};
   return {lo - a, hi - a};
 }
 
 // Stops tracking [p + ta, p + tz) (its memory may be gone already: errors are ignored).
 void untrack(const uint8_t* p, uint64_t ta, uint64_t tz) {
-  const auto a = reinterpret_cast<uintptr_t>(p);
-  uffdio_range r{a + ta, tz - ta};
-  ioctl(g_uffd, UFFDIO_UNREGISTER, &r);
+  bod::uffd_wp::untrack(g_uffd, reinterpret_cast<uintptr_t>(p) + ta, tz - ta);
 }
 
 // The pages of [p + ta, p + tz) written since the last call, as offsets from p in increasing
@@ -234,7 +168,7 @@ bool written(const uint8_t* p, uint64_t ta, uint64_t tz,
              std::vector<std::pair<uint64_t, uint64_t>>& out) {
   out.clear();
   const auto a = reinterpret_cast<uintptr_t>(p);
-  return scan(a + ta, a + tz, [&](uint64_t lo, uint64_t hi) {
+  return scan_written(a + ta, a + tz, [&](uint64_t lo, uint64_t hi) {
     lo = std::max<uint64_t>(lo, a + ta), hi = std::min<uint64_t>(hi, a + tz);
     if (lo < hi) out.push_back({lo - a, hi - a});
   });

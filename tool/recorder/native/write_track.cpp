@@ -7,80 +7,36 @@
 // /proc/self/pagemap (Linux 6.7+). bod_wt_init() checks all of it on a probe buffer before
 // anything is tracked; where something is missing it returns an error and the recorder hashes
 // every byte (docs/recording.md, "Hashing only what can have changed").
-#include <fcntl.h>
-#include <linux/userfaultfd.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 
+#include "core/uffd_wp.h"
+
 namespace {
 
-// From linux/userfaultfd.h and linux/fs.h of Linux 6.7+ (older headers lack them).
-constexpr uint64_t kFeatureWpUnpopulated = 1ull << 13;
-constexpr uint64_t kFeatureWpAsync = 1ull << 15;
-struct PageRegion {
-  uint64_t start, end, categories;
-};
-struct PmScanArg {
-  uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages, category_inverted,
-      category_mask, category_anyof_mask, return_mask;
-};
-constexpr uint64_t kPageIsWritten = 1u << 1;
-constexpr uint64_t kPageIsPresent = 1u << 3;
-constexpr uint64_t kPageIsSwapped = 1u << 4;
-constexpr uint64_t kScanWpMatching = 1u << 0;
-constexpr uint64_t kScanCheckWpAsync = 1u << 1;
-constexpr unsigned long kPagemapScan = _IOWR('f', 16, PmScanArg);
+using namespace bod::uffd_wp;
 
 int g_uffd = -1;
 int g_pagemap = -1;
 size_t g_page = 4096;
 
-int protect(uintptr_t start, size_t len) {
-  uffdio_writeprotect wp{};
-  wp.range.start = start;
-  wp.range.len = len;
-  wp.mode = UFFDIO_WRITEPROTECT_MODE_WP;
-  return ioctl(g_uffd, UFFDIO_WRITEPROTECT, &wp) == 0 ? 0 : errno;
-}
-
 // Marks in out[(page_start - base) / unit] every unit of [start, end) holding a page of the
-// given categories (any of `anyof`, or all of `all`); WP_MATCHING protects them again.
-// Returns 0 or an errno.
+// given categories (any of `anyof`, or all of `all`); with reprotect the written ones are
+// protected again. Returns 0 or an errno.
 int scan(uintptr_t start, uintptr_t end, uint64_t all, uint64_t anyof, bool reprotect,
          uintptr_t base, size_t unit, uint8_t* out, size_t n_out) {
-  PageRegion vec[256];
   start -= start % g_page;  // the ioctl takes whole pages
   end += (g_page - end % g_page) % g_page;
-  while (start < end) {
-    PmScanArg a{};
-    a.size = sizeof a;
-    a.flags = reprotect ? (kScanWpMatching | kScanCheckWpAsync) : 0;
-    a.start = start;
-    a.end = end;
-    a.vec = reinterpret_cast<uint64_t>(vec);
-    a.vec_len = sizeof vec / sizeof vec[0];
-    a.category_mask = all;
-    a.category_anyof_mask = anyof;
-    a.return_mask = all | anyof;
-    long n = ioctl(g_pagemap, kPagemapScan, &a);
-    if (n < 0) return errno;
-    for (long i = 0; i < n; ++i) {
-      uint64_t lo = vec[i].start < base ? base : vec[i].start;
-      if (vec[i].end <= lo) continue;
-      size_t first = (lo - base) / unit, last = (vec[i].end - 1 - base) / unit;
-      for (size_t u = first; u <= last && u < n_out; ++u) out[u] = 1;
-    }
-    if (a.walk_end <= start) return EIO;
-    start = a.walk_end;
-  }
-  return 0;
+  return bod::uffd_wp::scan(
+      g_pagemap, start, end, all, anyof, reprotect, [&](uint64_t region_lo, uint64_t region_hi) {
+        uint64_t lo = region_lo < base ? base : region_lo;
+        if (region_hi <= lo) return;
+        size_t first = (lo - base) / unit, last = (region_hi - 1 - base) / unit;
+        for (size_t u = first; u <= last && u < n_out; ++u) out[u] = 1;
+      });
 }
 
 }  // namespace
@@ -93,25 +49,7 @@ extern "C" {
 __attribute__((visibility("default"))) int bod_wt_init() {
   if (g_uffd >= 0) return 0;
   g_page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  int fd = static_cast<int>(syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK));
-  if (fd < 0) fd = static_cast<int>(syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | 1));
-  if (fd < 0) return errno;
-  uffdio_api api{};
-  api.api = UFFD_API;
-  api.features = kFeatureWpAsync | kFeatureWpUnpopulated;
-  if (ioctl(fd, UFFDIO_API, &api) != 0) {
-    int e = errno;
-    close(fd);
-    return e == EINVAL ? ENOSYS : e;
-  }
-  int pm = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-  if (pm < 0) {
-    int e = errno;
-    close(fd);
-    return e;
-  }
-  g_uffd = fd;
-  g_pagemap = pm;
+  if (int e = open_tracker(&g_uffd, &g_pagemap)) return e;
   // The probe: 4 pages, tracked; page 1 written; then exactly page 1 written and present.
   size_t len = 4 * g_page;
   void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -123,14 +61,7 @@ __attribute__((visibility("default"))) int bod_wt_init() {
     err =
         scan(base, base + len, 0, kPageIsPresent | kPageIsSwapped, false, base, g_page, present, 4);
   }
-  if (!err) {
-    uffdio_register reg{};
-    reg.range.start = base;
-    reg.range.len = len;
-    reg.mode = UFFDIO_REGISTER_MODE_WP;
-    if (ioctl(g_uffd, UFFDIO_REGISTER, &reg) != 0) err = errno;
-  }
-  if (!err) err = protect(base, len);
+  if (!err) err = track(g_uffd, base, len);
   if (!err) {
     static_cast<volatile uint8_t*>(p)[2 * g_page + 5] = 1;
     err = scan(base, base + len, kPageIsWritten, 0, true, base, g_page, written, 4);
@@ -155,24 +86,13 @@ __attribute__((visibility("default"))) size_t bod_wt_page_size() {
 // protects them. 0 or an errno (the range is then not tracked).
 __attribute__((visibility("default"))) int bod_wt_track(uintptr_t addr, size_t len) {
   if (g_uffd < 0) return ENODEV;
-  uffdio_register reg{};
-  reg.range.start = addr;
-  reg.range.len = len;
-  reg.mode = UFFDIO_REGISTER_MODE_WP;
-  if (ioctl(g_uffd, UFFDIO_REGISTER, &reg) != 0) return errno;
-  int e = protect(addr, len);
-  if (e) {
-    uffdio_range r{addr, len};
-    ioctl(g_uffd, UFFDIO_UNREGISTER, &r);
-  }
-  return e;
+  return track(g_uffd, addr, len);
 }
 
 // Stops tracking a range (its memory may be gone already: errors are ignored).
 __attribute__((visibility("default"))) void bod_wt_untrack(uintptr_t addr, size_t len) {
   if (g_uffd < 0) return;
-  uffdio_range r{addr, len};
-  ioctl(g_uffd, UFFDIO_UNREGISTER, &r);
+  untrack(g_uffd, addr, len);
 }
 
 // Sets out[u] = 1 for every `unit` bytes from `base` (u < n_out) holding a page of the tracked
