@@ -51,6 +51,20 @@ class Record : public testing::ScratchDirTest {
     return Proc{WIFEXITED(st) ? WEXITSTATUS(st) : -1, slurp(dir_ / "out"), slurp(dir_ / "err")};
   }
 
+  // Records run_llama.py --bug none with `patch` (Python, run first: it may wrap the engine or
+  // the recorder at call 12) to `trace`; record's result.
+  Proc record_patched(const fs::path& trace, const std::string& patch) {
+    fs::path script = dir_ / "patched.py";
+    std::ofstream(script) << "import os, runpy, signal, sys\n"
+                             "sys.argv = ['run_llama.py', '--bug', 'none']\n"
+                          << patch
+                          << "runpy.run_path('" BOD_SOURCE_DIR
+                             "/tests/recorder/standin/run_llama.py', run_name='__main__')\n";
+    return run(std::string("PYTHONPATH=") + BOD_SOURCE_DIR + "/tests/recorder/standin " +
+               BOD_BINARY + " record -o " + trace.string() + " -- " + kPython + " " +
+               script.string());
+  }
+
   std::string program(const std::string& bug) {
     return std::string(kPython) + " " + BOD_SOURCE_DIR +
            "/tests/recorder/standin/run_llama.py --bug " + bug;
@@ -404,22 +418,15 @@ TEST_F(Record, EngineErrorIsRecordedAndReraised) {
 // A program killed in the middle still leaves a readable trace of the calls it made.
 TEST_F(Record, KilledProgramStillLeavesATrace) {
   fs::path trace = dir_ / "killed.jsonl";
-  fs::path script = dir_ / "die.py";
-  std::ofstream(script) << "import os, runpy, signal, sys\n"
-                           "sys.argv = ['run_llama.py', '--bug', 'none']\n"
-                           "import shared.infra.cache as c\n"
-                           "orig = c.KernelCache.load_and_run\n"
-                           "n = [0]\n"
-                           "def f(self, *a, **k):\n"
-                           "    n[0] += 1\n"
-                           "    if n[0] == 12: os.kill(os.getpid(), signal.SIGKILL)\n"
-                           "    return orig(self, *a, **k)\n"
-                           "c.KernelCache.load_and_run = f\n"
-                           "runpy.run_path(sys.argv[0] if False else '" BOD_SOURCE_DIR
-                           "/tests/recorder/standin/run_llama.py', run_name='__main__')\n";
-  Proc r =
-      run(std::string("PYTHONPATH=") + BOD_SOURCE_DIR + "/tests/recorder/standin " + BOD_BINARY +
-          " record -o " + trace.string() + " -- " + kPython + " " + script.string());
+  Proc r = record_patched(trace,
+                          "import shared.infra.cache as c\n"
+                          "orig = c.KernelCache.load_and_run\n"
+                          "n = [0]\n"
+                          "def f(self, *a, **k):\n"
+                          "    n[0] += 1\n"
+                          "    if n[0] == 12: os.kill(os.getpid(), signal.SIGKILL)\n"
+                          "    return orig(self, *a, **k)\n"
+                          "c.KernelCache.load_and_run = f\n");
   EXPECT_EQ(r.code, 128 + 9) << r.err;
   EXPECT_NE(r.err.find("recorded 11 call(s)"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("did not exit normally"), std::string::npos) << r.err;
@@ -440,22 +447,15 @@ TEST_F(Record, KilledProgramStillLeavesATrace) {
 // recorded calls as the whole run.
 TEST_F(Record, RecorderFailureIsAGapInTheTrace) {
   fs::path trace = dir_ / "stopped.jsonl";
-  fs::path script = dir_ / "fail.py";
-  std::ofstream(script) << "import runpy, sys\n"
-                           "sys.argv = ['run_llama.py', '--bug', 'none']\n"
-                           "import bo_doctor._capture as cap\n"
-                           "orig = cap.CallCapture.before\n"
-                           "n = [0]\n"
-                           "def before(self, rec):\n"
-                           "    n[0] += 1\n"
-                           "    if n[0] == 12: raise RuntimeError('boom')\n"
-                           "    return orig(self, rec)\n"
-                           "cap.CallCapture.before = before\n"
-                           "runpy.run_path('" BOD_SOURCE_DIR
-                           "/tests/recorder/standin/run_llama.py', run_name='__main__')\n";
-  Proc r =
-      run(std::string("PYTHONPATH=") + BOD_SOURCE_DIR + "/tests/recorder/standin " + BOD_BINARY +
-          " record -o " + trace.string() + " -- " + kPython + " " + script.string());
+  Proc r = record_patched(trace,
+                          "import bo_doctor._capture as cap\n"
+                          "orig = cap.CallCapture.before\n"
+                          "n = [0]\n"
+                          "def before(self, rec):\n"
+                          "    n[0] += 1\n"
+                          "    if n[0] == 12: raise RuntimeError('boom')\n"
+                          "    return orig(self, rec)\n"
+                          "cap.CallCapture.before = before\n");
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("recording stopped at call 12 (RuntimeError: boom)"), std::string::npos)
       << r.err;

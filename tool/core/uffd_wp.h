@@ -95,8 +95,8 @@ inline void untrack(int uffd, uintptr_t start, uint64_t len) {
 // `anyof`), as calls of f(lo, hi) in increasing order; with `reprotect` the written ones are
 // protected again. 0, or an errno (EIO: the scan made no progress).
 template <typename F>
-int scan(int pagemap, uintptr_t start, uintptr_t end, uint64_t all, uint64_t anyof,
-         bool reprotect, F f) {
+int scan(int pagemap, uintptr_t start, uintptr_t end, uint64_t all, uint64_t anyof, bool reprotect,
+         F f) {
   PageRegion vec[256];
   while (start < end) {
     PmScanArg a{};
