@@ -37,8 +37,9 @@ const std::map<std::string, std::set<std::string>> kAllowed = {
      {"core", "kernels", "model", "plan", "runtime", "engine", "trace", "runner", "checks",
       "analysis", "report"}},
     {"main", {"cli", "core"}},
-    // A library of its own, preloaded into the user's program: core's header-only pieces only
-    // (core/uffd_wp.h; it links no project code, so anything else fails to link).
+    // A library of its own, preloaded into the user's program: core's hashing (its sources
+    // compiled in, as in libbod_hash.so) and header-only core/uffd_wp.h; nothing else of core is
+    // linked, so anything else fails to link.
     {"xrt_preload", {"core"}},
 };
 

@@ -1,20 +1,13 @@
 // libbod_xrt_preload.so's AVX2 code: this file alone is compiled with -mavx2 (CMakeLists.txt) and
-// is only called once the CPU reports AVX2 (xrt_preload.cpp). It includes nothing but xxhash.h,
-// the intrinsics and preload_diff.h (internal linkage only), so no inline code shared with other
+// is only called once the CPU reports AVX2 (xrt_preload.cpp). It includes nothing but the
+// intrinsics and preload_diff.h (internal linkage only), so no inline code shared with other
 // files gets AVX2 instructions.
 #if defined(BOD_PRELOAD_AVX2) && defined(__AVX2__)
 #include <immintrin.h>
-#define XXH_INLINE_ALL
-#define XXH_VECTOR 2  // XXH_AVX2
-#include <xxhash.h>
 
 #include "preload_diff.h"
 
 namespace bod_preload {
-
-uint64_t xxh3_avx2(const void* data, size_t n) {
-  return XXH3_64bits(data, n);
-}
 
 // 128 bytes compared at a time while they are equal, then 32 at a time: a 32-byte vector with
 // fewer than 16 equal bytes between any two of its changed bytes is one change (from its first

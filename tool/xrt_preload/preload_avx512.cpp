@@ -1,8 +1,7 @@
 // libbod_xrt_preload.so's AVX-512 code: this file alone is compiled with -mavx512f -mavx512bw
-// (CMakeLists.txt); its XXH3 is only called once the CPU reports AVX-512F, its diff once it
-// reports AVX-512BW (xrt_preload.cpp). It includes nothing but xxhash.h, the intrinsics and
-// preload_diff.h (internal linkage only), so no inline code shared with other files gets AVX-512
-// instructions.
+// (CMakeLists.txt); its diff is only called once the CPU reports AVX-512BW (xrt_preload.cpp). It
+// includes nothing but the intrinsics and preload_diff.h (internal linkage only), so no inline code
+// shared with other files gets AVX-512 instructions.
 #if defined(BOD_PRELOAD_AVX512) && defined(__AVX512F__) && defined(__AVX512BW__)
 // GCC 12 warns inside its own avx512fintrin.h (_mm512_undefined_epi32 is "uninitialized" by
 // design).
@@ -11,17 +10,10 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 #include <immintrin.h>
-#define XXH_INLINE_ALL
-#define XXH_VECTOR 3  // XXH_AVX512
-#include <xxhash.h>
 
 #include "preload_diff.h"
 
 namespace bod_preload {
-
-uint64_t xxh3_avx512(const void* data, size_t n) {
-  return XXH3_64bits(data, n);
-}
 
 // The AVX2 diff's method (preload_avx2.cpp) on 64-byte vectors: 256 bytes compared at a time
 // while they are equal; a vector whose every 8-byte group holds a changed byte, or with fewer

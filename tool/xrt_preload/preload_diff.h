@@ -70,8 +70,6 @@ void diff_avx2(DiffOut& d, const uint8_t* now, uint8_t* seen, uint8_t* img, uint
 // The same with AVX-512BW (preload_avx512.cpp).
 void diff_avx512(DiffOut& d, const uint8_t* now, uint8_t* seen, uint8_t* img, uint64_t off,
                  uint64_t len);
-uint64_t xxh3_avx2(const void* data, size_t n);
-uint64_t xxh3_avx512(const void* data, size_t n);
 
 }  // namespace bod_preload
 #pragma GCC visibility pop

@@ -7,19 +7,17 @@
 // writes through map() is found by comparing the mapped bytes with a private copy taken at the
 // previous look (at each write, read, sync of that BO and at each run start that binds it); the
 // copy is this library's own memory. The event format is docs/recording.md, "Hand-managed BOs".
+#include <alloca.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
+#include <pthread.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <xrt/xrt_bo.h>
 #include <xrt/xrt_kernel.h>
-#define XXH_INLINE_ALL
-#include <alloca.h>
-#include <pthread.h>
-#include <xxhash.h>
 
 #include <algorithm>
 #include <charconv>
@@ -39,6 +37,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/hash.h"
 #include "core/uffd_wp.h"
 #include "preload_diff.h"
 
@@ -58,40 +57,11 @@ void* real(const char* mangled) {
   static const auto fn = reinterpret_cast<type>(real(mangled)); \
   (void)0
 
-static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the trace hash lists chunk hashes LE");
-
-// XXH3-64 of n bytes, through the widest vector unit the CPU has (the same value on all).
-uint64_t xxh3(const void* data, size_t n) {
-  using Fn = uint64_t (*)(const void*, size_t);
-  static const Fn fn = []() -> Fn {
-#if defined(BOD_PRELOAD_AVX512)
-    if (__builtin_cpu_supports("avx512f")) return bod_preload::xxh3_avx512;
-#endif
-#if defined(BOD_PRELOAD_AVX2)
-    if (__builtin_cpu_supports("avx2")) return bod_preload::xxh3_avx2;
-#endif
-    return [](const void* p, size_t k) -> uint64_t { return XXH3_64bits(p, k); };
-  }();
-  return fn(data, n);
-}
-
-// The trace hash of n bytes (docs/trace-format.md §8), the value bod::hash_bytes and the Python
-// recorders (libbod_hash.so) give: XXH3-64 up to 64 KiB, above that the XXH3-64 of the 64 KiB
-// chunks' XXH3-64s, 8 little-endian bytes each. This library links nothing of bo-doctor.
+// The trace hash of n bytes (docs/trace-format.md §8): core's own code (core/hash.h, compiled
+// into this library as into libbod_hash.so), so the preload, the Python recorders and bo-doctor
+// give one value.
 uint64_t trace_hash(const void* data, size_t n) {
-  constexpr size_t kChunk = size_t(64) << 10;
-  if (n <= kChunk) return xxh3(data, n);
-  const auto* p = static_cast<const uint8_t*>(data);
-  uint64_t stack[64];  // up to 4 MiB without an allocation
-  std::vector<uint64_t> heap;
-  const size_t k = (n + kChunk - 1) / kChunk;
-  uint64_t* h = stack;
-  if (k > 64) {
-    heap.resize(k);
-    h = heap.data();
-  }
-  for (size_t c = 0; c < k; ++c) h[c] = xxh3(p + c * kChunk, std::min(kChunk, n - c * kChunk));
-  return xxh3(h, k * sizeof(uint64_t));
+  return bod::hash_bytes(data, n);
 }
 
 // Write tracking of the mapped pages, as tool/recorder/native/write_track.cpp does it for the
