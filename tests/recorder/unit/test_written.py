@@ -1,7 +1,7 @@
 """Hashing only what can have changed (_written.py): the hash of a tracked array always equals
 the hash of all its bytes, whoever wrote them (numpy, another thread, the kernel through
-readinto), untouched pages of a fresh np.zeros array are not read, and BOD_RECORD_EXACT=1 or a
-missing mechanism hashes every byte."""
+readinto), untouched pages of a fresh np.zeros array are not read (nor faulted in), and
+BOD_RECORD_EXACT=1 or a missing mechanism hashes every byte."""
 import os
 import tempfile
 import threading
@@ -117,6 +117,110 @@ class WriteTracking(unittest.TestCase):
         before = STATS["bytes_hashed"]
         self.assertEqual(h.hash(a), array_hash(a))
         self.assertEqual(STATS["bytes_hashed"] - before, 2 * a.nbytes)
+
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+# The arrays of FreshZeroPages, never freed: freeing an array glibc mmapped raises its mmap
+# threshold to that size, and a later "fresh" array of the other tests would then come from
+# the heap, its pages already present.
+KEEP = []
+
+
+def zeros(shape, dtype):
+    z = np.zeros(shape, dtype)
+    KEEP.append(z)
+    return z
+
+
+def pages_present(a):
+    """How many pages of a's memory are present (/proc/self/pagemap bit 63), read without
+    touching them. (Not bit 62, swapped: a write-tracked page never written shows as such.)"""
+    addr = a.__array_interface__["data"][0]
+    first, last = addr // PAGE, (addr + a.nbytes - 1) // PAGE
+    with open("/proc/self/pagemap", "rb") as f:
+        f.seek(first * 8)
+        raw = np.frombuffer(f.read((last - first + 1) * 8), np.uint64)
+    return int(np.count_nonzero(raw & np.uint64(1 << 63)))
+
+
+@unittest.skipUnless(os.environ.get("BOD_RECORD_HASHLIB"), "BOD_RECORD_HASHLIB not set")
+class FreshZeroPages(unittest.TestCase):
+    """bod_wt_hash_present (write_track.cpp): a fresh np.zeros array hashed reading only its
+    pages in memory, the others taken as zeros without being touched; every hash equal to
+    the hash of all the bytes, chunk by chunk."""
+
+    def tracker(self):
+        h = tracker()
+        if h.hash_present is None:
+            self.fail("libbod_hash.so lacks bod_wt_hash_present")
+        return h
+
+    def check(self, h, a, touched=None):
+        """h.hash(a) as a's first sight: same chunk hashes and hash as reading every byte, and
+        no page of a faulted in by it."""
+        before = pages_present(a)
+        got = h.hash(a)
+        self.assertEqual(pages_present(a), before)
+        if touched is not None:
+            self.assertGreaterEqual(before, touched)
+        e = h.entries[(a.__array_interface__["data"][0], a.nbytes)]
+        u8 = a.reshape(-1).view(np.uint8)
+        self.assertEqual(e.chunks.tolist(), _hashing.block_hashes(u8, 64 << 10).tolist())
+        self.assertEqual(got, array_hash(a))
+        return e
+
+    def test_fresh_zeros(self):
+        h = self.tracker()
+        for shape, dtype in (((32 * MIB) // 2, np.uint16), ((3 * MIB + 1000,), np.uint8),
+                             ((MIB,), np.uint8), ((1024, 1023), np.float32)):
+            z = zeros(shape, dtype)
+            self.check(h, z)
+
+    def test_scattered_pages_written(self):
+        h = self.tracker()
+        n = 16 * MIB + 4096 * 3 + 100  # the last chunk short
+        z = zeros(n, np.uint8)
+        writes = {0: 1, n - 1: 2, 5 * MIB + 7: 3, 5 * MIB + 3 * 4096: 4,  # two pages, one chunk
+                  9 * MIB + 8: 0,                          # a page written with zeros
+                  12 * MIB + (64 << 10) - 1: 5, 12 * MIB + (64 << 10): 6}  # across a chunk end
+        for i, v in writes.items():
+            z[i] = v
+        e = self.check(h, z, touched=len(writes) - 1)
+        self.assertTrue(e.deferred)  # few chunks in memory: tracked from its next sight
+        for i, v in writes.items():
+            self.assertEqual(int(z[i]), v)
+
+    def test_page_written_only_in_its_tail_and_unaligned_starts(self):
+        h = self.tracker()
+        z = zeros(8 * MIB, np.uint8)
+        z[3 * MIB - 1] = 9           # the last byte of a page
+        z[3 * MIB + 4096 * 5] = 8
+        z[7 * MIB + 123] = 7
+        for off, ln in ((1, 3 * MIB), (1000, 3 * MIB + 5000), (4095, 2 * MIB + 1),
+                        (3 * MIB - 1, MIB + 4096 * 5 + 1), (4097, 8 * MIB - 4097)):
+            self.check(h, z[off:off + ln])
+        self.assertEqual(h.hash(z), array_hash(z))
+
+    def test_a_later_sight_sees_what_was_written(self):
+        h = self.tracker()
+        z = zeros(8 * MIB, np.float32)
+        self.check(h, z)              # deferred
+        z[100] = 1.5
+        z[-1] = 2.5
+        self.assertEqual(h.hash(z), array_hash(z))
+        z[MIB] = 3.5                  # tracked now
+        self.assertEqual(h.hash(z), array_hash(z))
+
+    def test_the_fallback_reads_partly_present_chunks_whole(self):
+        # The Python path (a library without bod_wt_hash_present) gives the same hash but
+        # faults in the absent pages of a chunk with a page present: what the library avoids.
+        h = self.tracker()
+        z = zeros(8 * MIB, np.uint8)
+        z[3 * MIB + 10] = 1
+        before = pages_present(z)
+        h.hash_present = None
+        self.assertEqual(h.hash(z), array_hash(z))
+        self.assertGreater(pages_present(z), before)
 
 
 if __name__ == "__main__":

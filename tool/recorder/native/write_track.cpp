@@ -7,12 +7,18 @@
 // /proc/self/pagemap (Linux 6.7+). bod_wt_init() checks all of it on a probe buffer before
 // anything is tracked; where something is missing it returns an error and the recorder hashes
 // every byte (docs/recording.md, "Hashing only what can have changed").
+//
+// bod_wt_hash_present hashes the 64 KiB chunks of private anonymous memory reading only its
+// pages present or swapped out; a page neither reads as zeros and is not touched (reading it
+// would fault it in: ~10 us a page, and a fresh 32 MiB np.zeros has its first page present).
 #include <sys/mman.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
+#include "core/hash.h"
 #include "core/uffd_wp.h"
 
 namespace {
@@ -37,6 +43,13 @@ int scan(uintptr_t start, uintptr_t end, uint64_t all, uint64_t anyof, bool repr
         size_t first = (lo - base) / unit, last = (region_hi - 1 - base) / unit;
         for (size_t u = first; u <= last && u < n_out; ++u) out[u] = 1;
       });
+}
+
+// The trace chunk hash of n <= kHashChunk zero bytes.
+uint64_t zero_chunk_hash(size_t n) {
+  static const std::vector<uint8_t> zeros(bod::kHashChunk, 0);
+  static const uint64_t full = bod::hash_chunk(zeros.data(), bod::kHashChunk);
+  return n == bod::kHashChunk ? full : bod::hash_chunk(zeros.data(), n);
 }
 
 }  // namespace
@@ -113,6 +126,63 @@ __attribute__((visibility("default"))) int bod_wt_present(uintptr_t addr, size_t
                                                           size_t n_out) {
   if (g_pagemap < 0) return ENODEV;
   return scan(addr, addr + len, 0, kPageIsPresent | kPageIsSwapped, false, base, unit, out, n_out);
+}
+
+// The trace chunk hashes (core/hash.h: hash_chunk of each kHashChunk bytes from addr, the last
+// chunk possibly short) of the n bytes at addr into out[0..k), k = hash_chunk_count(n), reading
+// only the pages present or swapped out; every other page is taken as zeros without being
+// touched. Only sound for private anonymous memory (a page never touched, or dropped, reads as
+// zeros there): the caller knows it is. A chunk with no such page gets the zero chunk's hash, a
+// chunk all of whose pages are present is hashed where it lies, and the present parts of the
+// others are copied into zeros and hashed there. counts[0]: the chunks with a page present,
+// counts[1]: the bytes read. 0 or an errno (then out is not all written: hash another way).
+__attribute__((visibility("default"))) int bod_wt_hash_present(uintptr_t addr, size_t n,
+                                                               uint64_t* out, size_t k,
+                                                               uint64_t* counts) {
+  if (g_pagemap < 0) return ENODEV;
+  constexpr size_t kChunk = bod::kHashChunk;
+  if (n == 0 || k != bod::hash_chunk_count(n) || addr + n < addr) return EINVAL;
+  const size_t pg = g_page;
+  const uintptr_t p0 = addr - addr % pg, end = addr + n;
+  const size_t n_pages = (end - p0 + pg - 1) / pg;
+  std::vector<uint8_t> present(n_pages, 0);
+  if (int e = scan(addr, end, 0, kPageIsPresent | kPageIsSwapped, false, p0, pg, present.data(),
+                   n_pages))
+    return e;
+  std::vector<uint8_t> scratch;
+  uint64_t chunks_read = 0, bytes_read = 0;
+  for (size_t i = 0; i < k; ++i) {
+    const uintptr_t c0 = addr + i * kChunk, c1 = end - c0 < kChunk ? end : c0 + kChunk;
+    const size_t len = c1 - c0, pa = (c0 - p0) / pg, pb = (c1 - 1 - p0) / pg;
+    size_t in = 0;
+    for (size_t j = pa; j <= pb; ++j) in += present[j];
+    if (in == 0) {
+      out[i] = zero_chunk_hash(len);
+      continue;
+    }
+    ++chunks_read;
+    if (in == pb - pa + 1) {
+      out[i] = bod::hash_chunk(reinterpret_cast<const void*>(c0), len);
+      bytes_read += len;
+      continue;
+    }
+    if (scratch.empty()) scratch.resize(kChunk);
+    std::memset(scratch.data(), 0, len);
+    for (size_t j = pa; j <= pb; ++j) {
+      if (!present[j]) continue;
+      uintptr_t lo = p0 + j * pg, hi = lo + pg;
+      if (lo < c0) lo = c0;
+      if (hi > c1) hi = c1;
+      std::memcpy(scratch.data() + (lo - c0), reinterpret_cast<const void*>(lo), hi - lo);
+      bytes_read += hi - lo;
+    }
+    out[i] = bod::hash_chunk(scratch.data(), len);
+  }
+  if (counts) {
+    counts[0] = chunks_read;
+    counts[1] = bytes_read;
+  }
+  return 0;
 }
 
 }  // extern "C"

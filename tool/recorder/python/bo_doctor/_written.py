@@ -5,9 +5,10 @@ chunks, docs/trace-format.md §8), and the chunk hashes are kept while the array
 pages are then write-tracked (tool/recorder/native/write_track.cpp: userfaultfd
 write-protection in asynchronous mode, read back with PAGEMAP_SCAN), so the next time the
 array is passed only the chunks holding a page written since, and the chunks at its two ends
-(pages it shares with other memory), are read again. A chunk with no page present in memory, of
-an array numpy allocated itself (private anonymous memory), is zeros and is not read: the pages
-of a fresh `np.zeros` array that nothing touched.
+(pages it shares with other memory), are read again. A page not in memory (neither present nor
+swapped out), of an array numpy allocated itself (private anonymous memory), is zeros and is
+neither read nor touched (libbod_hash.so's bod_wt_hash_present): the pages of a fresh
+`np.zeros` array that nothing touched.
 
 The mechanism cannot miss a write by the CPU: every write to a tracked page, by any thread or by
 the kernel on the program's behalf, leaves the page marked written, and the kernel resolves the
@@ -18,6 +19,7 @@ An array is known by its memory and by a weak reference to the array owning that
 the owner dies its pages are no longer tracked. Callers hold the recorder's lock.
 """
 import ctypes
+import functools
 import os
 import weakref
 
@@ -50,12 +52,13 @@ def _numpy_allocated(o):
 
 
 class _Entry:
-    __slots__ = ("ref", "addr", "n", "chunks", "start", "len", "finalizer", "numpy", "deferred")
+    __slots__ = ("ref", "addr", "n", "chunks", "start", "len", "numpy", "deferred")
 
 
 class HostHashes:
     def __init__(self):
         self.lib = None
+        self.hash_present = None
         self.why = "exact hashing requested (BOD_RECORD_EXACT=1)" if exact_requested() else ""
         if not self.why:
             lib = _hashing._backend()
@@ -76,23 +79,27 @@ class HostHashes:
                 if rc == 0:
                     self.lib = lib
                     self.page = int(lib.bod_wt_page_size())
+                    try:  # chunk hashes reading only present pages (a newer library)
+                        f = lib.bod_wt_hash_present
+                        f.restype = ctypes.c_int
+                        f.argtypes = [ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p,
+                                      ctypes.c_size_t, ctypes.c_void_p]
+                        self.hash_present = f
+                    except AttributeError:
+                        pass
                 else:
                     self.why = "write tracking unavailable here (%s)" % (
                         os.strerror(rc) if rc > 0 else "old hash library")
+        self.counts = np.zeros(2, np.uint64)  # bod_wt_hash_present's: chunks read, bytes read
+        self.counts_at = self.counts.ctypes.data
         self.entries = {}  # (address, nbytes) -> _Entry
         self.zero = {}     # chunk length -> hash of that many zero bytes
 
     def forget_after_fork(self):
         """In a forked child: the parent's write tracking does not carry over (its userfaultfd
         registrations belong to the parent's memory), so nothing is tracked and every host array
-        is hashed in full from here on. The entries' finalizers are detached, so the child never
-        unregisters the parent's memory."""
-        for e in self.entries.values():
-            try:
-                e.finalizer.detach()
-            except Exception:
-                pass
-        self.entries = {}
+        is hashed in full from here on, and the child never unregisters the parent's memory."""
+        self.entries = {}  # their weak references' callbacks find nothing to forget
         if self.lib is not None:
             self.lib = None
             self.why = "a forked process (write tracking stays with its parent)"
@@ -129,7 +136,10 @@ class HostHashes:
         or, when at most an eighth of its chunks has a page in memory (a fresh np.zeros
         scratch, which programs often pass once and drop), leaves tracking to its next sight."""
         e = _Entry()
-        e.ref, e.addr, e.n = weakref.ref(owner), addr, n
+        # When the owner dies, _died forgets the entry (a weak reference's callback: a tenth
+        # of weakref.finalize's cost, which mattered for a fresh scratch array per call).
+        e.ref = weakref.ref(owner, functools.partial(self._died, (addr, n)))
+        e.addr, e.n = addr, n
         e.numpy = _numpy_allocated(owner)
         e.chunks = np.empty(-(-n // CHUNK), np.uint64)
         pg = self.page
@@ -140,15 +150,23 @@ class HostHashes:
         if not e.deferred:
             self.track(e)
         self.entries[(addr, n)] = e
-        e.finalizer = weakref.finalize(owner, self._gone, (addr, n), e)
         STATS["tracked_arrays"] = len(self.entries)
         return e
 
     def scan_hash(self, e, a):
-        """Hashes all of an array, the chunks with no page in memory as zeros without reading
-        them (memory numpy allocated: private anonymous pages never touched, or dropped, read
-        as zeros); returns how many chunks it read."""
+        """Hashes all of an array, the pages not in memory as zeros without reading them
+        (memory numpy allocated: private anonymous pages never touched, or dropped, read as
+        zeros); returns how many chunks it read. Through the library's bod_wt_hash_present
+        (page by page, absent pages never touched), else here (chunk by chunk: a chunk with a
+        page present is read whole, faulting in its absent pages)."""
         k = len(e.chunks)
+        if e.numpy and self.hash_present is not None:
+            c = self.counts
+            if self.hash_present(e.addr, e.n, e.chunks.ctypes.data, k, self.counts_at) == 0:
+                read = int(c[1])
+                STATS["bytes_hashed"] += read
+                STATS["bytes_skipped"] += e.n - read
+                return int(c[0])
         present = np.ones(k, np.uint8)
         if e.numpy:
             present[:] = 0
@@ -226,8 +244,12 @@ class HostHashes:
             e.chunks[i:j] = block_hashes(u8[i * CHUNK:min(n, j * CHUNK)], CHUNK)
 
     def drop(self, e):
-        e.finalizer.detach()
         self._gone((e.addr, e.n), e)
+
+    def _died(self, key, ref):
+        e = self.entries.get(key)
+        if e is not None and e.ref is ref:
+            self._gone(key, e)
 
     def _gone(self, key, e):
         if self.entries.get(key) is e:
