@@ -14,7 +14,7 @@ job=${1:-demo}
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$here/build}
 pkgs=(build-essential cmake pkg-config libxrt-dev libcli11-dev libeigen3-dev libspdlog-dev
-      libgtest-dev nlohmann-json3-dev libxxhash-dev uuid-dev python3 python3-xxhash python3-numpy clang
+      libgtest-dev nlohmann-json3-dev libxxhash-dev uuid-dev python3 python3-dev python3-xxhash python3-numpy clang
       clang-format      chromium python3-jsonschema python3-junitparser)
 
 missing=()

@@ -199,5 +199,49 @@ class FastSerializer(unittest.TestCase):
             self.same(self.slot(**kw))
 
 
+class NativeSerializer(FastSerializer):
+    """The native serializer (_bod_fast, tool/recorder/native/fast_ext.cpp) on its own: for
+    every record of FastSerializer's tests it writes reference_line's bytes or declines (None:
+    the Python path writes it); it declines only values it does not know exactly."""
+
+    def setUp(self):
+        from bo_doctor import _fast
+        lib = os.environ.get("BOD_RECORD_HASHLIB", "")
+        built = lib and os.path.isfile(os.path.join(os.path.dirname(lib), _fast.FILE))
+        if R._native is None:
+            if built and os.environ.get("BOD_RECORD_NO_FAST", "") in ("", "0"):
+                self.fail("the native serializer was built but not loaded: " + _fast.why)
+            self.skipTest("no native serializer here: " + _fast.why)
+        self.written = self.declined = 0
+
+    def same(self, record):
+        try:
+            want = R.reference_line(record)
+        except (TypeError, ValueError):
+            want = None
+        got = R._native(record)
+        if got is None:
+            self.declined += 1
+        else:
+            self.written += 1
+            self.assertEqual(got, want, repr(record))
+
+    def tearDown(self):
+        self.assertGreater(self.written, 0)
+
+    def test_what_it_declines(self):
+        s = self.slot()
+        self.assertIsNotNone(R._native(s))
+        for odd in ("caf\u00e9", "x\udc80y", np.int64(1), {2: "q"}, [np.int32(2)]):
+            self.assertIsNone(R._native(self.slot(host__name=odd)), repr(odd))
+        self.assertEqual(R._native(self.slot(bo__index=2 ** 70)),
+                         R.reference_line(self.slot(bo__index=2 ** 70)))
+        deep = []
+        for _ in range(100):
+            deep = [deep]
+        self.assertIsNone(R._native(deep))
+        self.written += 1
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -480,9 +480,28 @@ _ENCODERS.update({HostX: _enc_hostx, Placement: _enc_placement, Host: _enc_host,
 _VERIFY = os.environ.get("BOD_RECORD_VERIFY_LINES", "") not in ("", "0")
 
 
+def _native_line():
+    """The native serializer's `line` with every record type of this module registered, or
+    None (_fast.py)."""
+    from . import _fast
+    m = _fast.module()
+    if m is None:
+        return None
+    for v in list(globals().values()):
+        if isinstance(v, type) and hasattr(v, "__dataclass_fields__"):
+            m.register(v, _names(v), OMIT)
+    return m.line
+
+
+_native = _native_line()
+
+
 def line(record):
-    """The record as one line of compact JSON, without the newline (reference_line's bytes)."""
-    t = encode(record)
+    """The record as one line of compact JSON, without the newline (reference_line's bytes):
+    the native serializer's where it writes the record, else the Python one's."""
+    t = _native(record) if _native is not None else None
+    if t is None:
+        t = encode(record)
     if _VERIFY:
         ref = reference_line(record)
         if t != ref:

@@ -1,0 +1,269 @@
+// _bod_fast: the Python recorder's spool serializer in C++, a CPython extension module built
+// against the stable ABI of Python 3.11 (abi3: one build loads into 3.11, 3.12, 3.13 ...). The
+// recorder loads it from the folder of libbod_hash.so and falls back to its Python serializer
+// where it does not load (Python 3.10, no headers at build time) or BOD_RECORD_NO_FAST=1
+// (tool/recorder/python/bo_doctor/_fast.py).
+//
+// line(record) writes a spool record (a dataclass of _records.py, registered with its field
+// names) as the one line of compact JSON `_records.reference_line` writes for it, byte for
+// byte, for the values it knows exactly: str of ASCII text, int, bool, None, finite and
+// non-finite float, list and tuple, dict with str keys, registered dataclasses (fields equal
+// to OMIT left out). For anything else (a subclass, a numpy integer, non-ASCII text, nesting
+// deeper than 64) it returns None and the caller writes the line the Python way. It only reads
+// the objects it is given.
+#define Py_LIMITED_API 0x030B0000
+#include <Python.h>
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace {
+
+struct Field {
+  PyObject* name;   // interned attribute name (a reference held)
+  std::string key;  // "\"name\":"
+};
+
+std::unordered_map<PyObject*, std::vector<Field>> g_types;  // registered dataclass types
+PyObject* g_omit = nullptr;
+
+constexpr int kMaxDepth = 64;
+const char kHex[] = "0123456789abcdef";
+
+// str as JSON text the way json's encode_basestring_ascii writes it; false when it is not
+// ASCII (the Python path handles that: lone surrogates become \xNN text there).
+bool put_str(std::string& out, PyObject* s) {
+  Py_ssize_t n = 0;
+  const char* p = PyUnicode_AsUTF8AndSize(s, &n);
+  if (!p) {
+    PyErr_Clear();
+    return false;
+  }
+  out.push_back('"');
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    auto c = static_cast<unsigned char>(p[i]);
+    if (c >= 0x80) return false;
+    if (c >= ' ' && c <= '~' && c != '\\' && c != '"') {
+      out.push_back(static_cast<char>(c));
+      continue;
+    }
+    out.push_back('\\');
+    switch (c) {
+      case '\\':
+        out.push_back('\\');
+        break;
+      case '"':
+        out.push_back('"');
+        break;
+      case '\n':
+        out.push_back('n');
+        break;
+      case '\r':
+        out.push_back('r');
+        break;
+      case '\t':
+        out.push_back('t');
+        break;
+      case '\b':
+        out.push_back('b');
+        break;
+      case '\f':
+        out.push_back('f');
+        break;
+      default:
+        out += "u00";
+        out.push_back(kHex[c >> 4]);
+        out.push_back(kHex[c & 15]);
+    }
+  }
+  out.push_back('"');
+  return true;
+}
+
+// The repr of an object appended (int beyond 64 bits, finite float); false on error.
+bool put_repr(std::string& out, PyObject* v) {
+  PyObject* r = PyObject_Repr(v);
+  if (!r) {
+    PyErr_Clear();
+    return false;
+  }
+  Py_ssize_t n = 0;
+  const char* p = PyUnicode_AsUTF8AndSize(r, &n);
+  bool ok = p != nullptr;
+  if (ok)
+    out.append(p, static_cast<size_t>(n));
+  else
+    PyErr_Clear();
+  Py_DECREF(r);
+  return ok;
+}
+
+bool put(std::string& out, PyObject* v, int depth);
+
+bool put_seq(std::string& out, PyObject* v, bool list, int depth) {
+  Py_ssize_t n = list ? PyList_Size(v) : PyTuple_Size(v);
+  out.push_back('[');
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    if (i) out.push_back(',');
+    PyObject* e = list ? PyList_GetItem(v, i) : PyTuple_GetItem(v, i);  // borrowed
+    if (!e) {
+      PyErr_Clear();
+      return false;
+    }
+    // A list may change under us only if encoding runs Python code, which it never does here
+    // (no __repr__ of a user type is called: such values are refused first).
+    Py_INCREF(e);
+    bool ok = put(out, e, depth + 1);
+    Py_DECREF(e);
+    if (!ok) return false;
+  }
+  out.push_back(']');
+  return true;
+}
+
+bool put_dict(std::string& out, PyObject* v, int depth) {
+  Py_ssize_t pos = 0;
+  PyObject *k = nullptr, *e = nullptr;
+  bool first = true;
+  out.push_back('{');
+  while (PyDict_Next(v, &pos, &k, &e)) {
+    if (!PyUnicode_CheckExact(k)) return false;
+    if (!first) out.push_back(',');
+    first = false;
+    if (!put_str(out, k)) return false;
+    out.push_back(':');
+    Py_INCREF(e);
+    bool ok = put(out, e, depth + 1);
+    Py_DECREF(e);
+    if (!ok) return false;
+  }
+  out.push_back('}');
+  return true;
+}
+
+bool put_fields(std::string& out, PyObject* v, const std::vector<Field>& fields, int depth) {
+  out.push_back('{');
+  bool first = true;
+  for (const Field& f : fields) {
+    PyObject* e = PyObject_GetAttr(v, f.name);
+    if (!e) {
+      PyErr_Clear();
+      return false;
+    }
+    bool ok = true;
+    if (e != g_omit) {
+      if (!first) out.push_back(',');
+      first = false;
+      out += f.key;
+      ok = put(out, e, depth + 1);
+    }
+    Py_DECREF(e);
+    if (!ok) return false;
+  }
+  out.push_back('}');
+  return true;
+}
+
+bool put(std::string& out, PyObject* v, int depth) {
+  if (depth > kMaxDepth) return false;
+  if (PyUnicode_CheckExact(v)) return put_str(out, v);
+  if (PyBool_Check(v)) {
+    out += v == Py_True ? "true" : "false";
+    return true;
+  }
+  if (PyLong_CheckExact(v)) {
+    int overflow = 0;
+    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow) return put_repr(out, v);
+    if (x == -1 && PyErr_Occurred()) {
+      PyErr_Clear();
+      return false;
+    }
+    out += std::to_string(x);
+    return true;
+  }
+  if (v == Py_None) {
+    out += "null";
+    return true;
+  }
+  if (PyList_CheckExact(v)) return put_seq(out, v, true, depth);
+  if (PyTuple_CheckExact(v)) return put_seq(out, v, false, depth);
+  auto it = g_types.find(reinterpret_cast<PyObject*>(Py_TYPE(v)));
+  if (it != g_types.end()) return put_fields(out, v, it->second, depth);
+  if (PyDict_CheckExact(v)) return put_dict(out, v, depth);
+  if (PyFloat_CheckExact(v)) {
+    double d = PyFloat_AsDouble(v);
+    if (d != d)
+      out += "\"nan\"";
+    else if (d == __builtin_inf())
+      out += "\"inf\"";
+    else if (d == -__builtin_inf())
+      out += "\"-inf\"";
+    else
+      return put_repr(out, v);
+    return true;
+  }
+  return false;
+}
+
+PyObject* fast_line(PyObject*, PyObject* record) {
+  thread_local std::string out;
+  out.clear();
+  if (!put(out, record, 0)) Py_RETURN_NONE;
+  return PyUnicode_FromStringAndSize(out.data(), static_cast<Py_ssize_t>(out.size()));
+}
+
+// register(cls, names, omit): cls's instances are written as objects of the fields `names`
+// (a tuple of str, in order); a field whose value is `omit` is left out.
+PyObject* fast_register(PyObject*, PyObject* args) {
+  PyObject *cls = nullptr, *names = nullptr, *omit = nullptr;
+  if (!PyArg_ParseTuple(args, "OO!O", &cls, &PyTuple_Type, &names, &omit)) return nullptr;
+  if (!PyType_Check(cls)) {
+    PyErr_SetString(PyExc_TypeError, "register: cls must be a type");
+    return nullptr;
+  }
+  std::vector<Field> fields;
+  for (Py_ssize_t i = 0; i < PyTuple_Size(names); ++i) {
+    PyObject* name = PyTuple_GetItem(names, i);
+    std::string key;
+    if (!name || !PyUnicode_CheckExact(name) || !put_str(key, name)) {
+      PyErr_SetString(PyExc_TypeError, "register: field names must be ASCII str");
+      return nullptr;
+    }
+    Py_INCREF(name);
+    fields.push_back({name, key + ":"});
+  }
+  Py_INCREF(cls);
+  Py_XDECREF(g_omit);
+  Py_INCREF(omit);
+  g_omit = omit;
+  auto& slot = g_types[cls];
+  for (Field& f : slot) Py_DECREF(f.name);
+  slot = std::move(fields);
+  Py_RETURN_NONE;
+}
+
+PyMethodDef kMethods[] = {
+    {"line", fast_line, METH_O,
+     "line(record) -> the spool line of a record as _records.reference_line writes it, or None "
+     "for a value only the Python serializer writes"},
+    {"register", fast_register, METH_VARARGS,
+     "register(cls, names, omit): write cls's instances as objects of these fields"},
+    {nullptr, nullptr, 0, nullptr}};
+
+PyModuleDef kModule = {PyModuleDef_HEAD_INIT,
+                       "_bod_fast",
+                       "bo-doctor's recorder: the spool serializer in C++",
+                       -1,
+                       kMethods,
+                       nullptr,
+                       nullptr,
+                       nullptr,
+                       nullptr};
+
+}  // namespace
+
+PyMODINIT_FUNC PyInit__bod_fast() {
+  return PyModule_Create(&kModule);
+}
