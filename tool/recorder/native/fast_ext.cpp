@@ -9,14 +9,24 @@
 // byte, for the values it knows exactly: str of ASCII text, int, bool, None, finite and
 // non-finite float, list and tuple, dict with str keys, registered dataclasses (fields equal
 // to OMIT left out). For anything else (a subclass, a numpy integer, non-ASCII text, nesting
-// deeper than 64) it returns None and the caller writes the line the Python way. It only reads
-// the objects it is given.
+// deeper than 64) it returns None and the caller writes the line the Python way.
+//
+// facts(x, limit) gives in one call what the recorder's `describe` reads of a numpy array (its
+// dtype, size, shape, data address, flags) and, for a C-contiguous array of fewer than `limit`
+// bytes, its trace hash (core/hash.h, the code libbod_hash.so and bo-doctor hash with).
+//
+// hash_buffer(obj, limit) hashes the first bytes of a BO's mapping where it lies.
+//
+// Everything here only reads the objects and bytes it is given.
 #define Py_LIMITED_API 0x030B0000
 #include <Python.h>
 
+#include <cstdint>
 #include <string>
 #include <unordered_map>
 #include <vector>
+
+#include "core/hash.h"
 
 namespace {
 
@@ -27,6 +37,7 @@ struct Field {
 
 std::unordered_map<PyObject*, std::vector<Field>> g_types;  // registered dataclass types
 PyObject* g_omit = nullptr;
+PyObject* g_ndarray = nullptr;  // numpy.ndarray (set_ndarray)
 
 constexpr int kMaxDepth = 64;
 const char kHex[] = "0123456789abcdef";
@@ -244,7 +255,99 @@ PyObject* fast_register(PyObject*, PyObject* args) {
   Py_RETURN_NONE;
 }
 
+// The named attribute as a C bool; -1 on error.
+int attr_bool(PyObject* o, const char* name) {
+  PyObject* v = PyObject_GetAttrString(o, name);
+  if (!v) return -1;
+  int r = PyObject_IsTrue(v);
+  Py_DECREF(v);
+  return r;
+}
+
+// facts(x, limit) -> (dtype, nbytes, shape list, data address, c_contiguous, zero_strides,
+// size, trace hash or None), or None when x is not exactly a numpy.ndarray whose memory the
+// buffer protocol exposes (the caller then reads it the Python way).
+PyObject* fast_facts(PyObject*, PyObject* args) {
+  PyObject* x = nullptr;
+  unsigned long long limit = 0;
+  if (!PyArg_ParseTuple(args, "OK", &x, &limit)) return nullptr;
+  if (!g_ndarray || reinterpret_cast<PyObject*>(Py_TYPE(x)) != g_ndarray) Py_RETURN_NONE;
+  Py_buffer v;
+  if (PyObject_GetBuffer(x, &v, PyBUF_RECORDS_RO) != 0) {
+    PyErr_Clear();
+    Py_RETURN_NONE;
+  }
+  PyObject* out = nullptr;
+  PyObject* flags = PyObject_GetAttrString(x, "flags");
+  PyObject* dtype = PyObject_GetAttrString(x, "dtype");
+  PyObject* shape = PyList_New(v.ndim);
+  int c_contig = flags ? attr_bool(flags, "c_contiguous") : -1;
+  if (flags && dtype && shape && c_contig >= 0) {
+    bool zs = false;
+    long long size = 1;
+    for (int i = 0; i < v.ndim; ++i) {
+      PyList_SetItem(shape, i, PyLong_FromSsize_t(v.shape[i]));  // steals
+      size *= v.shape[i];
+      if (v.strides && v.strides[i] == 0 && v.shape[i] > 1) zs = true;
+    }
+    PyObject* h = nullptr;
+    if (c_contig && static_cast<unsigned long long>(v.len) < limit)
+      h = PyLong_FromUnsignedLongLong(bod::hash_bytes(v.buf, static_cast<size_t>(v.len)));
+    else
+      h = Py_NewRef(Py_None);
+    if (h)
+      out = Py_BuildValue("(OnOKOOLN)", dtype, v.len, shape,
+                          static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(v.buf)),
+                          c_contig ? Py_True : Py_False, zs ? Py_True : Py_False, size, h);
+  }
+  Py_XDECREF(shape);
+  Py_XDECREF(dtype);
+  Py_XDECREF(flags);
+  PyBuffer_Release(&v);
+  if (!out) {
+    PyErr_Clear();
+    Py_RETURN_NONE;
+  }
+  return out;
+}
+
+// hash_buffer(obj, limit) -> (trace hash, n) of the first n = min(limit, its length) bytes of a
+// contiguous buffer, or None when obj exposes none (the caller then reads it the Python way).
+PyObject* fast_hash_buffer(PyObject*, PyObject* args) {
+  PyObject* obj = nullptr;
+  unsigned long long limit = 0;
+  if (!PyArg_ParseTuple(args, "OK", &obj, &limit)) return nullptr;
+  Py_buffer v;
+  if (PyObject_GetBuffer(obj, &v, PyBUF_SIMPLE) != 0) {
+    PyErr_Clear();
+    Py_RETURN_NONE;
+  }
+  size_t n = static_cast<size_t>(v.len);
+  if (limit < n) n = static_cast<size_t>(limit);
+  uint64_t h = bod::hash_bytes(v.buf, n);
+  PyBuffer_Release(&v);
+  return Py_BuildValue("(KK)", static_cast<unsigned long long>(h),
+                       static_cast<unsigned long long>(n));
+}
+
+PyObject* fast_set_ndarray(PyObject*, PyObject* cls) {
+  if (!PyType_Check(cls)) {
+    PyErr_SetString(PyExc_TypeError, "set_ndarray: a type is expected");
+    return nullptr;
+  }
+  Py_INCREF(cls);
+  Py_XDECREF(g_ndarray);
+  g_ndarray = cls;
+  Py_RETURN_NONE;
+}
+
 PyMethodDef kMethods[] = {
+    {"facts", fast_facts, METH_VARARGS,
+     "facts(x, limit) -> (dtype, nbytes, shape, address, c_contiguous, zero_strides, size, "
+     "hash or None) of an exact numpy.ndarray, else None"},
+    {"set_ndarray", fast_set_ndarray, METH_O, "set_ndarray(numpy.ndarray)"},
+    {"hash_buffer", fast_hash_buffer, METH_VARARGS,
+     "hash_buffer(obj, limit) -> (trace hash, bytes hashed) of a contiguous buffer, else None"},
     {"line", fast_line, METH_O,
      "line(record) -> the spool line of a record as _records.reference_line writes it, or None "
      "for a value only the Python serializer writes"},

@@ -28,6 +28,17 @@ from ._records import Call, CallX, Host, HostX, Labels, Placement, Slot, host_te
 SAMPLED_FIRST = 3
 
 
+def _native_facts():
+    """The native `facts` (_fast.py), or None."""
+    from . import _fast
+    m = _fast.module()
+    if m is None:
+        return None
+    m.set_ndarray(np.ndarray)
+    return m.facts
+
+
+_FACTS = _native_facts()
 _DTYPES = {}  # numpy dtype -> (its trace name or None for "as its bytes", str(dtype))
 # A host's fields but its hash -> (its JSON text before the hash, after it, its HostX)
 _AROUND = {}
@@ -318,12 +329,18 @@ class CallCapture:
         """The host side of slot i (§6 `host`). An argument that is no array of plain data
         (None, an object array, something numpy cannot take) is described as 0 bytes named
         after its type: the engine refuses it with an error of its own, which the call records."""
-        try:
-            arr = x if type(x) is np.ndarray else np.asarray(x)
-            dt = arr.dtype
-            plain = not dt.hasobject
-        except Exception:
-            plain = False
+        lib = _hashing._lib
+        facts = _FACTS(x, MIN_TRACKED if lib is not None else 0) if _FACTS is not None else None
+        if facts is not None:
+            dt, nbytes, shape, addr, cc, zs, size, small = facts
+            arr, plain = x, not dt.hasobject
+        else:
+            try:
+                arr = x if type(x) is np.ndarray else np.asarray(x)
+                dt = arr.dtype
+                plain = not dt.hasobject
+            except Exception:
+                plain = False
         if not plain:
             return Host([0], "i8", 0, array_hash(np.zeros(0, np.uint8)), "var",
                         "%s (%s: not an array the recorder can read)" % (self.binding_name(i),
@@ -333,13 +350,17 @@ class CallCapture:
             names = _DTYPES[dt]
         except (KeyError, TypeError):
             names = _dtype_names(dt)
-        nbytes = arr.nbytes
+        if facts is None:
+            nbytes, shape, size = arr.nbytes, list(arr.shape), arr.size
+            zs = 0 in arr.strides and zero_strides(arr)
+            addr = arr.__array_interface__["data"][0]
+            cc, small = bool(arr.flags.c_contiguous), None
+            if cc and nbytes < MIN_TRACKED and lib is not None:  # HostHashes.hash's quick_hash
+                small = lib.bod_hash_bytes(addr, nbytes)
         if names[0] is None:  # a dtype the format has no name for: described as its bytes
             dtype, shape = "i8", [int(nbytes)]
         else:
-            dtype, shape = names[0], list(arr.shape)
-        zs = 0 in arr.strides and zero_strides(arr)
-        addr = arr.__array_interface__["data"][0]
+            dtype = names[0]
         v = self.arg_views[i] = rec.views.find(arr, addr) if rec.views.views else None
         if v is not None:
             source, name, view = "view", "view of call %d slot %d" % (v.call, v.slot), v.call
@@ -347,7 +368,7 @@ class CallCapture:
             view = 0
             static = i in self.args.static
             name = self.arg_name % i
-            if arr.size == 0 or zs:
+            if size == 0 or zs:
                 source = "placeholder"
             elif static and self.new and nbytes >= 64 and not bytes_of(arr).any():
                 # A static slot uploaded as all zeros at its key's first call: freed weights
@@ -355,11 +376,10 @@ class CallCapture:
                 source = "placeholder"
             else:
                 source = "tensor" if static else "var"
-        cc, zs = bool(arr.flags.c_contiguous), bool(zs)
-        lib = _hashing._lib
-        if cc and nbytes < MIN_TRACKED and lib is not None:  # HostHashes.hash's quick_hash
+        zs = bool(zs)
+        if small is not None:  # HostHashes.hash's quick_hash, taken with the facts
             STATS["bytes_hashed"] += nbytes
-            h = "%016x" % lib.bod_hash_bytes(addr, nbytes)
+            h = "%016x" % small
         else:
             h = rec.host_hashes.hash(arr, addr)
         # Everything but the hash is kept as JSON text per value: the host's text is then that

@@ -1,0 +1,137 @@
+"""The recorder's native helpers (_bod_fast, tool/recorder/native/fast_ext.cpp) against the
+Python code they stand in for: `facts` against what `describe` reads of an array, `hash_buffer`
+against the mapping's hash taken with numpy, and whole spools of recorded programs written with
+and without them (BOD_RECORD_NO_FAST=1), which must be the same bytes."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import support
+import numpy as np
+
+from bo_doctor import _fast
+from bo_doctor._capture import zero_strides
+from bo_doctor._hashing import quick_hash, array_hash
+
+NATIVE = _fast.module()
+
+
+def python_facts(arr):
+    """What describe reads of an array without the native helper."""
+    cc = bool(arr.flags.c_contiguous)
+    return (arr.dtype, arr.nbytes, list(arr.shape), arr.__array_interface__["data"][0], cc,
+            bool(0 in arr.strides and zero_strides(arr)), arr.size)
+
+
+def arrays():
+    base = np.arange(4096, dtype=np.float32).reshape(64, 64)
+    out = [np.zeros(0, np.uint16), np.zeros((3, 0), np.float32), np.array(5, np.int32),
+           np.ones(7, np.int8), base, base[:, 1:], base[::2], base.T, base[3:9],
+           np.broadcast_to(np.float32(1), (8, 4)), np.lib.stride_tricks.as_strided(
+               np.zeros(4, np.int32), (5, 4), (0, 4)),
+           np.arange(10, dtype=">i4"), np.frombuffer(b"abcdefgh", np.uint8),
+           np.zeros((2, 3), dtype=[("a", "<i4"), ("b", "<f8")]), np.ones(3, np.complex64),
+           np.ones((1, 5), np.float64)[:, ::2], np.zeros(1 << 20, np.uint8),
+           np.zeros((1 << 20) - 1, np.uint8), np.array(["a", "bc"]),
+           np.array([1, None], dtype=object), np.datetime64("2026-01-01") + np.arange(3)]
+    ro = np.ones(16, np.uint16)
+    ro.flags.writeable = False
+    out.append(ro)
+    return out
+
+
+@unittest.skipIf(NATIVE is None, "no native helpers here: " + _fast.why)
+class Facts(unittest.TestCase):
+    def test_the_same_facts_as_numpy_gives(self):
+        limit = 1 << 20
+        seen = 0
+        for a in arrays():
+            got = NATIVE.facts(a, limit)
+            if got is None:  # declined: the Python path reads it
+                continue
+            seen += 1
+            want = python_facts(a)
+            self.assertEqual(got[:7], want, repr(a.dtype) + str(a.shape))
+            self.assertIs(type(got[1]), int)
+            if want[4] and want[1] < limit:
+                self.assertEqual("%016x" % got[7], quick_hash(a), repr(a))
+            else:
+                self.assertIsNone(got[7])
+        self.assertGreater(seen, 15)
+
+    def test_what_it_declines(self):
+        class Sub(np.ndarray):
+            pass
+        for x in ([1, 2], 3, None, "s", np.arange(3).view(Sub), np.float32(2)):
+            self.assertIsNone(NATIVE.facts(x, 1 << 20), repr(x))
+
+    def test_hash_buffer(self):
+        for buf in (b"", b"abc", bytearray(range(256)) * 300, np.arange(70000, dtype=np.int32),
+                    memoryview(b"xyz" * 1000)):
+            m = np.frombuffer(buf, dtype=np.uint8)
+            for limit in (0, 1, 3, 65536, 65537, 1 << 40):
+                got = NATIVE.hash_buffer(buf, limit)
+                self.assertEqual("%016x" % got[0], quick_hash(m[:min(limit, m.size)]))
+                self.assertEqual(got[1], min(limit, m.size))
+        self.assertIsNone(NATIVE.hash_buffer(np.arange(10)[::2], 100))
+        self.assertIsNone(NATIVE.hash_buffer(3, 100))
+        self.assertEqual(array_hash(np.zeros(0, np.uint8)), "%016x" % NATIVE.hash_buffer(b"", 5)[0])
+
+
+# The bench engine at toy size and the run_captures programs, recorded in a child interpreter
+# through sitecustomize as `bo-doctor record` does, with and without the native helpers.
+STANDIN = os.path.join(support.ROOT, "tests", "recorder", "standin")
+PROGRAMS = [  # (argv, with --shadow too)
+    ([os.path.join(support.ROOT, "tests", "recorder", "bench", "decode_1b.py"), "--size",
+      "small", "--tokens", "4", "--cache", "standin"], True),
+] + [([os.path.join(STANDIN, "run_llama.py"), "--bug", b], True) for b in (
+    "none", "key-collision", "stale-static", "size-mismatch", "placeholder-upload",
+    "alias-conflict", "static-clobber", "view-overwritten", "missed-static", "config-error")] + \
+    [([os.path.join(STANDIN, "run_captures.py"), "--variant", v], False) for v in (
+        "pass-on", "after-loop", "capture-views", "capture-slices", "skip-view",
+        "key-without-layer", "second-request", "lora-in-place", "input-in-intermediate",
+        "kv-in-static", "head-placeholder", "accumulate")]
+VOLATILE = ("pid", "ppid", "start_ns", "recorder_seconds")
+
+
+def spool_of(argv, env_extra):
+    with tempfile.TemporaryDirectory(prefix="bod_native_") as d:
+        spool = os.path.join(d, "spool")
+        os.mkdir(spool)
+        env = dict(os.environ)
+        env.update({"BOD_RECORD_SPOOL": spool, "PYTHONPATH": support.RECORDER,
+                    "PYTHONDONTWRITEBYTECODE": "1"}, **env_extra)
+        env.pop("BOD_RECORD_VERIFY_LINES", None)
+        rc = subprocess.run([sys.executable] + argv, env=env, cwd=d, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, timeout=120).returncode
+        out = ["exit %d" % rc]
+        for name in sorted(os.listdir(spool)):
+            with open(os.path.join(spool, name)) as f:
+                for line in f:
+                    rec = json.loads(line)
+                    for k in VOLATILE:
+                        rec.pop(k, None)
+                    rec.get("call", {}).get("x", {}).pop("cache_id", None)  # an id()
+                    if rec["kind"] == "kernel":
+                        rec.pop("binary")  # in a fresh temporary folder
+                    out.append(json.dumps(rec))
+        return out
+
+
+@unittest.skipIf(NATIVE is None, "no native helpers here: " + _fast.why)
+class Spools(unittest.TestCase):
+    def test_the_same_spool_with_and_without_the_native_helpers(self):
+        for argv, with_shadow in PROGRAMS:
+            for shadow in ("", "1") if with_shadow else ("",):
+                env = {"BOD_RECORD_SHADOW": shadow} if shadow else {}
+                fast = spool_of(argv, env)
+                slow = spool_of(argv, dict(env, BOD_RECORD_NO_FAST="1"))
+                self.assertGreater(len(fast), 4, argv)
+                self.assertEqual(fast, slow, "%s shadow=%r" % (argv, shadow))
+
+
+if __name__ == "__main__":
+    unittest.main()
