@@ -283,15 +283,18 @@ PyObject* fast_facts(PyObject*, PyObject* args) {
   PyObject* shape = PyList_New(v.ndim);
   int c_contig = flags ? attr_bool(flags, "c_contiguous") : -1;
   if (flags && dtype && shape && c_contig >= 0) {
-    bool zs = false;
+    bool zs = false, ok = true;
     long long size = 1;
-    for (int i = 0; i < v.ndim; ++i) {
-      PyList_SetItem(shape, i, PyLong_FromSsize_t(v.shape[i]));  // steals
+    for (int i = 0; i < v.ndim && ok; ++i) {
+      PyObject* d = PyLong_FromSsize_t(v.shape[i]);
+      ok = d != nullptr && PyList_SetItem(shape, i, d) == 0;  // steals d
       size *= v.shape[i];
       if (v.strides && v.strides[i] == 0 && v.shape[i] > 1) zs = true;
     }
     PyObject* h = nullptr;
-    if (c_contig && static_cast<unsigned long long>(v.len) < limit)
+    if (!ok)
+      h = nullptr;
+    else if (c_contig && static_cast<unsigned long long>(v.len) < limit)
       h = PyLong_FromUnsignedLongLong(bod::hash_bytes(v.buf, static_cast<size_t>(v.len)));
     else
       h = Py_NewRef(Py_None);
@@ -324,7 +327,16 @@ PyObject* fast_hash_buffer(PyObject*, PyObject* args) {
   }
   size_t n = static_cast<size_t>(v.len);
   if (limit < n) n = static_cast<size_t>(limit);
-  uint64_t h = bod::hash_bytes(v.buf, n);
+  uint64_t h = 0;
+  if (n >= (size_t(1) << 20)) {
+    // Other threads run meanwhile, as they did while ctypes hashed (the export keeps the
+    // memory alive).
+    PyThreadState* saved = PyEval_SaveThread();
+    h = bod::hash_bytes(v.buf, n);
+    PyEval_RestoreThread(saved);
+  } else {
+    h = bod::hash_bytes(v.buf, n);
+  }
   PyBuffer_Release(&v);
   return Py_BuildValue("(KK)", static_cast<unsigned long long>(h),
                        static_cast<unsigned long long>(n));
