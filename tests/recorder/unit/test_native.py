@@ -81,6 +81,67 @@ class Facts(unittest.TestCase):
         self.assertEqual(array_hash(np.zeros(0, np.uint8)), "%016x" % NATIVE.hash_buffer(b"", 5)[0])
 
 
+# Other interpreters a user's venv may run: BOD_TEST_PYTHONS (colon-separated paths), else
+# python3.10/3.12/3.13 on PATH or installed by pyenv; skipped where there are none.
+def other_pythons():
+    import glob
+    import shutil
+    given = os.environ.get("BOD_TEST_PYTHONS", "")
+    if given:
+        return [p for p in given.split(":") if p]
+    found = []
+    for minor in ("10", "12", "13"):
+        exe = shutil.which("python3." + minor)
+        cands = ([exe] if exe else []) + sorted(glob.glob(os.path.expanduser(
+            "~/.pyenv/versions/3.%s.*/bin/python3" % minor)))
+        for c in cands:
+            r = subprocess.run([c, "-c", "import sys; print(sys.version_info[1])"],
+                               capture_output=True, text=True, timeout=30)
+            if r.returncode == 0 and r.stdout.strip() == minor:
+                found.append(c)
+                break
+    return found
+
+
+PROBE = r"""
+import importlib.machinery, importlib.util, json, sys
+sys.path.insert(0, sys.argv[2])
+import _fast
+import dataclasses
+m = _fast.module()
+if sys.version_info < (3, 11):
+    print("declined" if m is None and "3.11" in _fast.why else "loaded?")
+    raise SystemExit
+@dataclasses.dataclass
+class R:
+    a: list
+    b: dict
+m.register(R, ("a", "b"), None)
+r = R([1, "x\"\n", 2.5, float("nan"), None, True, 2 ** 70], {"k": (1, 2)})
+want = '{"a":[1,"x\\"\\n",2.5,"nan",null,true,%d],"b":{"k":[1,2]}}' % 2 ** 70
+print("ok" if m.line(r) == want else "differs: %r" % m.line(r))
+"""
+
+
+@unittest.skipIf(NATIVE is None, "no native helpers here: " + _fast.why)
+class OtherPythons(unittest.TestCase):
+    """The one abi3 build loads into the 3.11+ interpreters a user's venv may have and writes
+    the same line there; a 3.10 interpreter declines it (the Python path)."""
+
+    def test_each_interpreter_on_path(self):
+        pkg = os.path.dirname(_fast.__file__)
+        ran = 0
+        for exe in other_pythons():
+            r = subprocess.run([exe, "-c", PROBE, "x", pkg], capture_output=True, text=True,
+                               env=dict(os.environ, PYTHONPATH=""), timeout=60)
+            self.assertEqual(r.returncode, 0, exe + ": " + r.stderr)
+            old = r.stdout.strip() == "declined"
+            self.assertEqual(r.stdout.strip(), "declined" if old else "ok", exe)
+            ran += 1
+        if not ran:
+            self.skipTest("no other Python 3 interpreter on PATH")
+
+
 # The bench engine at toy size and the run_captures programs, recorded in a child interpreter
 # through sitecustomize as `bo-doctor record` does, with and without the native helpers.
 STANDIN = os.path.join(support.ROOT, "tests", "recorder", "standin")
