@@ -62,6 +62,16 @@ class Facts(unittest.TestCase):
                 self.assertIsNone(got[7])
         self.assertGreater(seen, 15)
 
+    def test_zero_strides_as_the_array_gives_them(self):
+        # numpy exports other strides than arr.strides for arrays of 0 elements.
+        for a in (np.zeros((0, 5)), np.zeros((4, 5))[:, :0], np.zeros((5, 0, 3), np.int8)):
+            self.assertEqual(NATIVE.facts(a, 1 << 20)[:7], python_facts(a), repr(a.strides))
+
+    def test_dtypes_with_no_buffer_format(self):
+        a = np.datetime64("2026-01-01") + np.arange(4)
+        self.assertEqual(NATIVE.facts(a, 1 << 20)[:7], python_facts(a))
+        self.assertEqual("%016x" % NATIVE.facts(a, 1 << 20)[7], quick_hash(a))
+
     def test_what_it_declines(self):
         class Sub(np.ndarray):
             pass
@@ -78,6 +88,11 @@ class Facts(unittest.TestCase):
                 self.assertEqual(got[1], min(limit, m.size))
         self.assertIsNone(NATIVE.hash_buffer(np.arange(10)[::2], 100))
         self.assertIsNone(NATIVE.hash_buffer(3, 100))
+        with self.assertRaises(OverflowError):
+            NATIVE.hash_buffer(b"abc", 2 ** 64 + 3)
+        with self.assertRaises(ValueError):
+            NATIVE.hash_buffer(b"abc", -1)
+        self.assertEqual(NATIVE.api_version(), _fast.API_VERSION)
         self.assertEqual(array_hash(np.zeros(0, np.uint8)), "%016x" % NATIVE.hash_buffer(b"", 5)[0])
 
 

@@ -242,10 +242,10 @@ PyObject* fast_register(PyObject*, PyObject* args) {
       PyErr_SetString(PyExc_TypeError, "register: field names must be ASCII str");
       return nullptr;
     }
-    Py_INCREF(name);
     fields.push_back({name, key + ":"});
   }
-  Py_INCREF(cls);
+  for (Field& f : fields) Py_INCREF(f.name);
+  if (g_types.find(cls) == g_types.end()) Py_INCREF(cls);  // kept registered for good
   Py_XDECREF(g_omit);
   Py_INCREF(omit);
   g_omit = omit;
@@ -269,32 +269,41 @@ int attr_bool(PyObject* o, const char* name) {
 // buffer protocol exposes (the caller then reads it the Python way).
 PyObject* fast_facts(PyObject*, PyObject* args) {
   PyObject* x = nullptr;
-  unsigned long long limit = 0;
-  if (!PyArg_ParseTuple(args, "OK", &x, &limit)) return nullptr;
+  Py_ssize_t limit = 0;
+  if (!PyArg_ParseTuple(args, "On", &x, &limit)) return nullptr;
   if (!g_ndarray || reinterpret_cast<PyObject*>(Py_TYPE(x)) != g_ndarray) Py_RETURN_NONE;
   Py_buffer v;
-  if (PyObject_GetBuffer(x, &v, PyBUF_RECORDS_RO) != 0) {
+  // No format asked for (numpy refuses one for datetimes and user dtypes such as bfloat16): the
+  // address, length and shape are all that is read of the buffer; strides come from the array,
+  // as describe reads them (numpy exports other strides for an array of 0 elements).
+  if (PyObject_GetBuffer(x, &v, PyBUF_STRIDES) != 0) {
     PyErr_Clear();
     Py_RETURN_NONE;
   }
   PyObject* out = nullptr;
   PyObject* flags = PyObject_GetAttrString(x, "flags");
   PyObject* dtype = PyObject_GetAttrString(x, "dtype");
+  PyObject* strides = PyObject_GetAttrString(x, "strides");
   PyObject* shape = PyList_New(v.ndim);
   int c_contig = flags ? attr_bool(flags, "c_contiguous") : -1;
-  if (flags && dtype && shape && c_contig >= 0) {
+  if (flags && dtype && strides && shape && c_contig >= 0 && PyTuple_Check(strides) &&
+      PyTuple_Size(strides) == v.ndim) {
     bool zs = false, ok = true;
     long long size = 1;
     for (int i = 0; i < v.ndim && ok; ++i) {
       PyObject* d = PyLong_FromSsize_t(v.shape[i]);
       ok = d != nullptr && PyList_SetItem(shape, i, d) == 0;  // steals d
       size *= v.shape[i];
-      if (v.strides && v.strides[i] == 0 && v.shape[i] > 1) zs = true;
+      if (v.shape[i] > 1 && PyLong_AsSsize_t(PyTuple_GetItem(strides, i)) == 0) zs = true;
+    }
+    if (PyErr_Occurred()) {  // a stride that is no int (numpy gives ints)
+      PyErr_Clear();
+      ok = false;
     }
     PyObject* h = nullptr;
     if (!ok)
       h = nullptr;
-    else if (c_contig && static_cast<unsigned long long>(v.len) < limit)
+    else if (c_contig && v.len < limit)
       h = PyLong_FromUnsignedLongLong(bod::hash_bytes(v.buf, static_cast<size_t>(v.len)));
     else
       h = Py_NewRef(Py_None);
@@ -304,6 +313,7 @@ PyObject* fast_facts(PyObject*, PyObject* args) {
                           c_contig ? Py_True : Py_False, zs ? Py_True : Py_False, size, h);
   }
   Py_XDECREF(shape);
+  Py_XDECREF(strides);
   Py_XDECREF(dtype);
   Py_XDECREF(flags);
   PyBuffer_Release(&v);
@@ -318,15 +328,19 @@ PyObject* fast_facts(PyObject*, PyObject* args) {
 // contiguous buffer, or None when obj exposes none (the caller then reads it the Python way).
 PyObject* fast_hash_buffer(PyObject*, PyObject* args) {
   PyObject* obj = nullptr;
-  unsigned long long limit = 0;
-  if (!PyArg_ParseTuple(args, "OK", &obj, &limit)) return nullptr;
+  Py_ssize_t limit = 0;
+  if (!PyArg_ParseTuple(args, "On", &obj, &limit)) return nullptr;
+  if (limit < 0) {
+    PyErr_SetString(PyExc_ValueError, "hash_buffer: a negative limit");
+    return nullptr;
+  }
   Py_buffer v;
   if (PyObject_GetBuffer(obj, &v, PyBUF_SIMPLE) != 0) {
     PyErr_Clear();
     Py_RETURN_NONE;
   }
   size_t n = static_cast<size_t>(v.len);
-  if (limit < n) n = static_cast<size_t>(limit);
+  if (static_cast<size_t>(limit) < n) n = static_cast<size_t>(limit);
   uint64_t h = 0;
   if (n >= (size_t(1) << 20)) {
     // Other threads run meanwhile, as they did while ctypes hashed (the export keeps the
@@ -353,7 +367,13 @@ PyObject* fast_set_ndarray(PyObject*, PyObject* cls) {
   Py_RETURN_NONE;
 }
 
+// The version of this module's functions; _fast.py loads only the one it was written for.
+PyObject* fast_api_version(PyObject*, PyObject*) {
+  return PyLong_FromLong(1);
+}
+
 PyMethodDef kMethods[] = {
+    {"api_version", fast_api_version, METH_NOARGS, "api_version() -> the module's API version"},
     {"facts", fast_facts, METH_VARARGS,
      "facts(x, limit) -> (dtype, nbytes, shape, address, c_contiguous, zero_strides, size, "
      "hash or None) of an exact numpy.ndarray, else None"},

@@ -46,7 +46,7 @@ def mapped_hash(bo, nbytes, sync):
             STATS["sync_bytes"] += int(bo.size())
         m = bo.map()
         got = _HASH_BUFFER(m, nbytes) if _HASH_BUFFER is not None and type(nbytes) is int \
-            and nbytes >= 0 else None
+            and 0 <= nbytes < 1 << 62 else None
         if got is not None:  # the same hash of the same bytes, in one native call
             STATS["bytes_hashed"] += got[1]
             return "%016x" % got[0]

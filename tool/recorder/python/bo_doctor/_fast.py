@@ -8,9 +8,11 @@ import importlib.machinery
 import importlib.util
 import os
 import sys
+import sysconfig
 
 NAME = "_bod_fast"
 FILE = NAME + ".abi3.so"
+API_VERSION = 1  # the module's api_version() this package was written for
 
 _module = None
 _tried = False
@@ -30,6 +32,10 @@ def module():
     path = os.path.join(os.path.dirname(lib), FILE) if lib else ""
     if sys.version_info < (3, 11):
         why = "Python %d.%d (the extension needs 3.11 or later)" % sys.version_info[:2]
+    elif ".abi3.so" not in importlib.machinery.EXTENSION_SUFFIXES or \
+            sysconfig.get_config_var("Py_GIL_DISABLED"):
+        # A free-threaded build lays objects out differently: it must not load an abi3 module.
+        why = "this interpreter loads no stable-ABI extension"
     elif not path or not os.path.isfile(path):
         why = "no %s next to the hash library" % FILE
     else:
@@ -38,7 +44,11 @@ def module():
             spec = importlib.util.spec_from_loader(NAME, loader, origin=path)
             m = importlib.util.module_from_spec(spec)
             loader.exec_module(m)
-            _module = m
+            got = m.api_version()
+            if got != API_VERSION:
+                why = "%s has API version %d, this recorder needs %d" % (path, got, API_VERSION)
+            else:
+                _module = m
         except Exception as e:  # an unloadable file: the Python path does the same work
             why = "%s did not load (%s: %s)" % (path, type(e).__name__, e)
     return _module
