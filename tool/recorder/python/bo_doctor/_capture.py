@@ -22,6 +22,7 @@ from ._hashing import NO_HASH, STATS, array_hash, bytes_of
 from ._labels import LAYER_FRAMES
 from ._written import MIN_TRACKED
 from ._records import Call, CallX, Host, HostX, Labels, Placement, Slot, host_text_around
+from ._records import _native as _records_native
 
 # A skipped static slot's BO is read again after the dispatch at its key's first calls and at
 # the key's 2^k-th calls (docs/recording.md, "Reading only what a check needs").
@@ -39,6 +40,10 @@ def _native_facts():
 
 
 _FACTS = _native_facts()
+# With the native serializer a Host's JSON text is never used: describe keeps none (a HostX,
+# never changed once made, is shared per value).
+_NATIVE_LINES = _records_native is not None
+_HOSTX = {}  # (numpy dtype name, c_contiguous, zero_strides) -> HostX
 _DTYPES = {}  # numpy dtype -> (its trace name or None for "as its bytes", str(dtype))
 # A host's fields but its hash -> (its JSON text before the hash, after it, its HostX)
 _AROUND = {}
@@ -382,6 +387,14 @@ class CallCapture:
             h = "%016x" % small
         else:
             h = rec.host_hashes.hash(arr, addr)
+        if _NATIVE_LINES:  # the native serializer writes the fields: no text kept per value
+            hk = (names[1], cc, zs)
+            hx = _HOSTX.get(hk)
+            if hx is None:
+                if len(_HOSTX) >= 4096:
+                    _HOSTX.clear()
+                hx = _HOSTX[hk] = HostX(names[1], cc, zs)
+            return Host(shape, dtype, int(nbytes), h, source, name, view, hx)
         # Everything but the hash is kept as JSON text per value: the host's text is then that
         # text around its hash (host_text; _records.py writes it, as it would write the host).
         k = (names[1], dtype, tuple(shape), int(nbytes), source, name, view, cc, zs)
