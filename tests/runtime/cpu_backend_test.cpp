@@ -226,7 +226,13 @@ TEST(Pages, PeakRssFollowsTouchedMemoryAndResets) {
     EXPECT_GT(peak_rss(), base + (size_t(60) << 20));
   }
   EXPECT_TRUE(reset_peak_rss());
-  EXPECT_LT(peak_rss(), base + (size_t(8) << 20));
+  // Under AddressSanitizer its shadow of the 64 MiB (one byte per eight) may stay resident
+  // after the pages are gone: the sanitizer's memory, not the program's.
+  size_t shadow = 0;
+#if defined(__SANITIZE_ADDRESS__)
+  shadow = size_t(64) << 20 >> 3;
+#endif
+  EXPECT_LT(peak_rss(), base + (size_t(8) << 20) + shadow);
 }
 
 }  // namespace
