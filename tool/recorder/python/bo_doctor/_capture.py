@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._frames import iteration_key, iteration_keys, refresh_snapshots, running_loops
+from ._frames import iteration_key, iteration_keys, loops_and_caller
 from . import _hashing
 from ._hashing import NO_HASH, STATS, array_hash, bytes_of
 from ._labels import LAYER_FRAMES
@@ -237,8 +237,8 @@ class CallCapture:
         a, cache = self.args, self.cache
         self.n = n = rec.next_number()
         self.thread = rec.thread_index()
-        refresh_snapshots()  # before anything asks which views are still alive
-        self.loops = running_loops(LAYER_FRAMES)
+        # The snapshots retaken before anything asks which views are still alive.
+        self.loops, self.caller_frame = loops_and_caller(LAYER_FRAMES)
         self.ns = rec.cache_name(cache)
         self.new = a.key not in (getattr(cache, "_cached_bos", {}) or {})
         self.labels = Labels(*rec.labels(a.key, self.ns, self.loops))
@@ -490,7 +490,7 @@ class CallCapture:
         call = Call(n, ns, self.kernel, key_text(a.key), key_text(a.key), ints(a.static),
                     ints(a.inter), a.outs, a.shared_nonstatic,
                     {str(k): str(v) for k, v in a.alias.items() if type(k) is int},
-                    self.labels, rec.caller(),
+                    self.labels, rec.caller(self.caller_frame),
                     first, slots, bool(error), error, [h2d, 0], [writes, 0],
                     CallX(bool(self.new), "%x" % id(self.cache)))
         # With --shadow, whether this call gets a shadow run is decided from its bytes before

@@ -169,6 +169,35 @@ def running_loops(limit):
     return out
 
 
+def loops_and_caller(limit):
+    """(running_loops(limit), the innermost program frame or None) of the calling thread, in
+    one walk of its stack that also retakes the snapshot of every noted frame on it, as
+    refresh_snapshots does (once per frame: running_loops reads a loop frame's locals anew)."""
+    out = []
+    first = None
+    n = 0
+    f = sys._getframe(1)
+    while f is not None:
+        code = f.f_code
+        fresh = False
+        if n < limit and not _ours(code.co_filename):
+            n += 1
+            if first is None:
+                first = f
+            inside = _inside(code, f.f_lasti)
+            if inside:
+                loc = frame_locals(f)
+                fresh = True
+                for lc, named in inside:
+                    v = loc.get(named[0]) if named else None
+                    out.append(Running(id(f), code, lc, {t: _number(loc.get(t)) for t in named},
+                                       v if isinstance(v, (int, str, float)) else ("id", id(v))))
+        if not fresh and id(f) in _noted:
+            f.f_locals  # noqa: B018 - retakes the snapshot
+        f = f.f_back
+    return out, first
+
+
 def _int(v):
     return isinstance(v, int) and not isinstance(v, bool) and v >= 0
 

@@ -134,10 +134,10 @@ def holder_name(obj):
     return found
 
 
-def caller_path():
-    """file:line of the program's innermost frame (relative to the working folder when below
-    it); "" when there is none."""
-    f = next(program_frames(1), None)
+def caller_path(frame=None):
+    """file:line of the program's innermost frame (`frame` when the caller found it already;
+    relative to the working folder when below it); "" when there is none."""
+    f = frame if frame is not None else next(program_frames(1), None)
     if f is None:
         return ""
     return "%s:%d" % (_shown_path(f.f_code.co_filename), f.f_lineno)

@@ -237,8 +237,8 @@ class Recorder:
     def labels(self, key, ns, loops=None):
         return call_labels(key, ns, self.explicit_labels, loops)
 
-    def caller(self):
-        return caller_path()
+    def caller(self, frame=None):
+        return caller_path(frame)
 
     def cache_name(self, cache):
         """The namespace of a cache instance: the variable that holds it, else cache<k>."""
