@@ -22,6 +22,7 @@
 #include <Python.h>
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -60,32 +61,13 @@ bool put_str(std::string& out, PyObject* s) {
       continue;
     }
     out.push_back('\\');
-    switch (c) {
-      case '\\':
-        out.push_back('\\');
-        break;
-      case '"':
-        out.push_back('"');
-        break;
-      case '\n':
-        out.push_back('n');
-        break;
-      case '\r':
-        out.push_back('r');
-        break;
-      case '\t':
-        out.push_back('t');
-        break;
-      case '\b':
-        out.push_back('b');
-        break;
-      case '\f':
-        out.push_back('f');
-        break;
-      default:
-        out += "u00";
-        out.push_back(kHex[c >> 4]);
-        out.push_back(kHex[c & 15]);
+    static const char kFrom[] = "\\\"\n\r\t\b\f", kTo[] = "\\\"nrtbf";
+    if (const char* e = c ? std::strchr(kFrom, c) : nullptr) {
+      out.push_back(kTo[e - kFrom]);
+    } else {
+      out += "u00";
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
     }
   }
   out.push_back('"');

@@ -154,25 +154,14 @@ def _inside(code, lasti):
 
 def running_loops(limit):
     """The `for` loops running in the program's innermost `limit` frames, innermost first."""
-    out = []
-    for f in program_frames(limit, sys._getframe(1)):
-        code = f.f_code
-        inside = _inside(code, f.f_lasti)
-        if not inside:
-            continue
-        loc = frame_locals(f)
-        for lc, named in inside:
-            first = loc.get(named[0]) if named else None
-            out.append(Running(id(f), code, lc, {t: _number(loc.get(t)) for t in named},
-                               first if isinstance(first, (int, str, float)) else
-                               ("id", id(first))))
-    return out
+    return loops_and_caller(limit)[0]  # this frame is the recorder's own: not counted
 
 
 def loops_and_caller(limit):
-    """(running_loops(limit), the innermost program frame or None) of the calling thread, in
-    one walk of its stack that also retakes the snapshot of every noted frame on it, as
-    refresh_snapshots does (once per frame: running_loops reads a loop frame's locals anew)."""
+    """(the `for` loops running in the program's innermost `limit` frames, innermost first; the
+    innermost program frame or None) of the calling thread, in one walk of its stack that also
+    retakes the snapshot of every noted frame on it, as refresh_snapshots does (once per frame:
+    a loop frame's locals are read anew)."""
     out = []
     first = None
     n = 0
