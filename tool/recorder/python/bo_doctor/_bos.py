@@ -109,10 +109,16 @@ class BoTable:
 
     def has(self, bo, nbytes):
         """Whether a hash of the BO's first nbytes taken after its last call is known."""
+        return self.known_hash(bo, nbytes) is not None
+
+    def known_hash(self, bo, nbytes):
+        """That hash (what `hash` with reuse returns without reading), or None."""
         if not self.reuse or id(bo) in self.viewed:
-            return False
+            return None
         k = self.known.get(id(bo))
-        return k is not None and nbytes in k[1] and k[0] == self.identity(bo)
+        if k is not None and nbytes in k[1] and k[0] == self.identity(bo):
+            return k[1][nbytes]
+        return None
 
     def remember(self, bo, nbytes, h):
         """The hash of the BO's first nbytes as the call that bound it left them. Until another

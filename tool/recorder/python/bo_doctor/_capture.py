@@ -293,34 +293,44 @@ class CallCapture:
             bos = cache._cached_bos[a.key]
             pooled = {id(bo) for bo in (getattr(cache, "_shared_bos", {}) or {}).values()}
             outs = set(a.outs)
-            for i in range(n_args):
+            table, hosts, written, pre = rec.bos, self.hosts, self.written, self.pre
+            inter, static, new_data = a.inter, a.static, self.new_data
+            reuse = not rec.running
+            for i in range(min(n_args, len(bos))):
                 # A placeholder's BO is hashed whole: what it holds is what the kernel reads,
                 # whether the slot is skipped or written with 0 bytes.
-                ph = self.hosts[i].source == "placeholder"
-                if (not self.written[i] or ph) and i < len(bos):
-                    extent = int(bos[i].size()) if ph else self.hosts[i].bytes
-                    if not ph and i in a.inter and i not in a.static and \
-                            i not in outs and i not in self.new_data and \
-                            self.hosts[i].source != "view" and id(bos[i]) not in pooled and \
-                            (self.lazy or left_ok) and not rec.bos.has(bos[i], extent):
-                        if self.lazy:
-                            # A skipped intermediate passed the data the key's previous call
-                            # passed there: no check reads its bytes before the call.
-                            self.pre[i] = NO_HASH
-                            self.unread_before.append(i)
-                            continue
-                        # With --shadow: it holds what the key's previous call (not shadowed)
-                        # left there, a kind of difference of its own (_shadow.py `left`),
-                        # not read once a shadow run showed that kind harmless.
-                        self.left.add(i)
-                        if rec.shadow.left_verified(self.ns, a.key, i, self.sampled):
-                            self.pre[i] = NO_HASH
-                            self.unread_before.append(i)
-                            continue
-                    if id(bos[i]) in rec.bos.assumed and rec.bos.has(bos[i], extent):
-                        self.assumed_before.append(i)  # carried over, not read
-                    self.pre[i] = rec.bos.hash(bos[i], extent, sync=True,
-                                               reuse=not rec.running)
+                h = hosts[i]
+                ph = h.source == "placeholder"
+                if written[i] and not ph:
+                    continue
+                bo = bos[i]
+                extent = int(bo.size()) if ph else h.bytes
+                # The hash the BO's last call left (None: not known), as `has` tells it
+                known = table.known_hash(bo, extent)
+                if not ph and known is None and i in inter and i not in static and \
+                        i not in outs and i not in new_data and h.source != "view" and \
+                        id(bo) not in pooled and (self.lazy or left_ok):
+                    if self.lazy:
+                        # A skipped intermediate passed the data the key's previous call
+                        # passed there: no check reads its bytes before the call.
+                        pre[i] = NO_HASH
+                        self.unread_before.append(i)
+                        continue
+                    # With --shadow: it holds what the key's previous call (not shadowed)
+                    # left there, a kind of difference of its own (_shadow.py `left`),
+                    # not read once a shadow run showed that kind harmless.
+                    self.left.add(i)
+                    if rec.shadow.left_verified(self.ns, a.key, i, self.sampled):
+                        pre[i] = NO_HASH
+                        self.unread_before.append(i)
+                        continue
+                if known is not None and id(bo) in table.assumed:
+                    self.assumed_before.append(i)  # carried over, not read
+                if known is not None and reuse:  # `hash` with reuse, without a second lookup
+                    STATS["bo_hashes_reused"] += 1
+                    pre[i] = known
+                else:
+                    pre[i] = table.hash(bo, extent, sync=True)
             rec.bos.forget(bos)
         STATS["hashed_bo_before"] += STATS["bytes_hashed"] - b0
 
@@ -487,7 +497,7 @@ class CallCapture:
             s = Slot(role, i in out_set, h, place, size, wrote, nb, wh, [before, NO_HASH])
             slots.append(s)
             bound.append((i, s, bo, extent, wrote, ph))
-        call = Call(n, ns, self.kernel, key_text(a.key), key_text(a.key), ints(a.static),
+        call = Call(n, ns, self.kernel, keytext, keytext, ints(a.static),
                     ints(a.inter), a.outs, a.shared_nonstatic,
                     {str(k): str(v) for k, v in a.alias.items() if type(k) is int},
                     self.labels, rec.caller(self.caller_frame),

@@ -108,8 +108,10 @@ _OURS = {}  # a code object's file name -> whether it is a file of the recorder
 def _ours(filename):
     got = _OURS.get(filename)
     if got is None:
-        got = os.path.dirname(os.path.abspath(filename)) == _HERE
-        if os.path.isabs(filename):  # a relative name depends on the working folder
+        # "<frozen runpy>", "<string>", "<stdin>": no file, never one of the recorder's
+        pseudo = filename.startswith("<") and filename.endswith(">")
+        got = not pseudo and os.path.dirname(os.path.abspath(filename)) == _HERE
+        if pseudo or os.path.isabs(filename):  # a relative name depends on the working folder
             if len(_OURS) > 4096:
                 _OURS.clear()
             _OURS[filename] = got

@@ -95,6 +95,36 @@ def label_int(v):
     return i if 0 <= i < 2 ** 63 else -1
 
 
+_KEY_LAYERS = {}  # a bo_key's text -> the layer it names, or None
+_NS_PHASES = {}   # a cache's name -> the phase it names, or ""
+
+
+def _key_layer(text):
+    """The layer an `L<n>` / `layer<n>` in a bo_key's text names (None: none)."""
+    if type(text) is not str:  # a str subclass's __eq__ and __hash__ are its own: not kept
+        m = _KEY_LAYER.search(text)
+        return int(m.group(1)) if m else None
+    got = _KEY_LAYERS.get(text, _KEY_LAYERS)
+    if got is not _KEY_LAYERS:
+        return got
+    m = _KEY_LAYER.search(text)
+    got = int(m.group(1)) if m else None
+    if len(_KEY_LAYERS) >= 65536:
+        _KEY_LAYERS.clear()
+    _KEY_LAYERS[text] = got
+    return got
+
+
+def _ns_phase(ns):
+    got = _NS_PHASES.get(ns)
+    if got is None:
+        got = next((p for p in _PHASES if p in ns.lower()), "")
+        if len(_NS_PHASES) >= 4096:
+            _NS_PHASES.clear()
+        _NS_PHASES[ns] = got
+    return got
+
+
 def call_labels(key, ns, explicit, loops=None):
     """(phase, token, layer) of a call with this bo_key on the cache named ns; `loops`: the
     program's running loops (running_loops()), taken here when not given."""
@@ -104,11 +134,12 @@ def call_labels(key, ns, explicit, loops=None):
             label_int(lab.get("layer", -1))
     layer = lab.get("layer")
     if layer is None:
-        m = _KEY_LAYER.search(str(key))
-        layer = int(m.group(1)) if m else frame_layer(loops)
+        layer = _key_layer(str(key))
+        if layer is None:
+            layer = frame_layer(loops)
     phase = lab.get("phase")
     if phase is None:
-        phase = next((p for p in _PHASES if p in ns.lower()), "")
+        phase = _ns_phase(ns)
     token = lab.get("token")
     return str(phase), label_int(token) if token is not None else -1, label_int(layer)
 
