@@ -250,6 +250,8 @@ class CallCapture:
         self.written = [self.new or (i not in a.static and i not in a.inter) for i in range(n_args)]
         views = rec.views
         self.arg_views = [None] * n_args  # the View each argument is (or lies in), by describe
+        # is_placeholder of each argument as describe read it (None: not read)
+        self.shape_placeholder = [None] * n_args
         b0 = STATS["bytes_hashed"]
         self.hosts = [self.describe(rec, i, x) for i, x in enumerate(a.inputs)]
         STATS["hashed_host"] += STATS["bytes_hashed"] - b0
@@ -376,6 +378,7 @@ class CallCapture:
             dtype, shape = "i8", [int(nbytes)]
         else:
             dtype = names[0]
+        self.shape_placeholder[i] = size == 0 or bool(zs)
         v = self.arg_views[i] = rec.views.find(arr, addr) if rec.views.views else None
         if v is not None:
             source, name, view = "view", "view of call %d slot %d" % (v.call, v.slot), v.call

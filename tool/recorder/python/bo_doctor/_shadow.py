@@ -199,12 +199,17 @@ class Shadow:
         a = c.args
         fresh, replaced = [], {}  # replaced: slots given another call's array -> its hash
         fed = []
+        known_ph = getattr(c, "shape_placeholder", None) or [None] * len(a.inputs)
         for i, x in enumerate(a.inputs):
-            arr = np.asarray(c.snapshots.get(i, x))
+            snap = c.snapshots.get(i)
+            arr = np.asarray(x if snap is None else snap)
+            ph = known_ph[i] if snap is None else None
+            if ph is None:
+                ph = is_placeholder(arr)
             key = (c.ns, a.key, i)
             first = self.first_arrays.get(key)
             last = self.last_real.get(key)
-            if is_placeholder(arr) and last is not None:
+            if ph and last is not None:
                 held = last[0].ref() if isinstance(last[0], _Kept) else last[0]
                 if held is None:  # gone: zeros again or read back, only if shadowed
                     arr = last[0]
@@ -213,8 +218,7 @@ class Shadow:
                     arr = np.asarray(held)
                     replaced[i] = None
                 fed.append([i, last[1]])
-            elif i in a.static and first is not None and \
-                    (is_placeholder(arr) or arr.size != _size(first)):
+            elif i in a.static and first is not None and (ph or arr.size != _size(first)):
                 if isinstance(first, _InBo):
                     arr = first  # read back from the BO only if the call is shadowed
                     replaced[i] = first.hash
@@ -222,7 +226,7 @@ class Shadow:
                     arr = np.asarray(first)
                     replaced[i] = None
                 fed.append([i, call.key_first_call])
-            elif c.written[i] and not is_placeholder(arr) and c.hosts[i].source != "view":
+            elif c.written[i] and not ph and c.hosts[i].source != "view":
                 # what the real BO got here (a large one by weak reference: _Kept)
                 self.last_real[key] = (_Kept(x, c.hosts[i].hash) if arr.nbytes >= IN_BO_MIN
                                        else x, c.n)
