@@ -39,6 +39,12 @@ struct Field {
 std::unordered_map<PyObject*, std::vector<Field>> g_types;  // registered dataclass types
 PyObject* g_omit = nullptr;
 PyObject* g_ndarray = nullptr;  // numpy.ndarray (set_ndarray)
+// Interned attribute names (made once, at module init)
+PyObject* g_dict_name = nullptr;
+PyObject* g_flags_name = nullptr;
+PyObject* g_dtype_name = nullptr;
+PyObject* g_strides_name = nullptr;
+PyObject* g_c_contiguous_name = nullptr;
 
 constexpr int kMaxDepth = 64;
 const char kHex[] = "0123456789abcdef";
@@ -54,12 +60,16 @@ bool put_str(std::string& out, PyObject* s) {
   }
   out.push_back('"');
   for (Py_ssize_t i = 0; i < n; ++i) {
-    auto c = static_cast<unsigned char>(p[i]);
-    if (c >= 0x80) return false;
-    if (c >= ' ' && c <= '~' && c != '\\' && c != '"') {
-      out.push_back(static_cast<char>(c));
+    // A run of characters written as they are, appended at once
+    Py_ssize_t j = i;
+    while (j < n && p[j] >= ' ' && p[j] <= '~' && p[j] != '\\' && p[j] != '"') ++j;
+    if (j > i) {
+      out.append(p + i, static_cast<size_t>(j - i));
+      i = j - 1;
       continue;
     }
+    auto c = static_cast<unsigned char>(p[i]);
+    if (c >= 0x80) return false;
     out.push_back('\\');
     static const char kFrom[] = "\\\"\n\r\t\b\f", kTo[] = "\\\"nrtbf";
     if (const char* e = c ? std::strchr(kFrom, c) : nullptr) {
@@ -138,10 +148,21 @@ bool put_dict(std::string& out, PyObject* v, int depth) {
 bool put_fields(std::string& out, PyObject* v, const std::vector<Field>& fields, int depth) {
   out.push_back('{');
   bool first = true;
+  // A field is read from the instance's __dict__ where it is there (what getattr gives for a
+  // registered dataclass, which has no descriptor of a field's name), else with getattr.
+  PyObject* dict = PyObject_GetAttr(v, g_dict_name);
+  if (dict && !PyDict_CheckExact(dict)) Py_CLEAR(dict);
+  if (!dict) PyErr_Clear();
   for (const Field& f : fields) {
-    PyObject* e = PyObject_GetAttr(v, f.name);
+    PyObject* e = dict ? PyDict_GetItemWithError(dict, f.name) : nullptr;  // borrowed
+    if (e)
+      Py_INCREF(e);
+    else if (PyErr_Occurred())
+      PyErr_Clear();
+    if (!e) e = PyObject_GetAttr(v, f.name);
     if (!e) {
       PyErr_Clear();
+      Py_XDECREF(dict);
       return false;
     }
     bool ok = true;
@@ -152,8 +173,12 @@ bool put_fields(std::string& out, PyObject* v, const std::vector<Field>& fields,
       ok = put(out, e, depth + 1);
     }
     Py_DECREF(e);
-    if (!ok) return false;
+    if (!ok) {
+      Py_XDECREF(dict);
+      return false;
+    }
   }
+  Py_XDECREF(dict);
   out.push_back('}');
   return true;
 }
@@ -238,8 +263,8 @@ PyObject* fast_register(PyObject*, PyObject* args) {
 }
 
 // The named attribute as a C bool; -1 on error.
-int attr_bool(PyObject* o, const char* name) {
-  PyObject* v = PyObject_GetAttrString(o, name);
+int attr_bool(PyObject* o, PyObject* name) {
+  PyObject* v = PyObject_GetAttr(o, name);
   if (!v) return -1;
   int r = PyObject_IsTrue(v);
   Py_DECREF(v);
@@ -263,11 +288,11 @@ PyObject* fast_facts(PyObject*, PyObject* args) {
     Py_RETURN_NONE;
   }
   PyObject* out = nullptr;
-  PyObject* flags = PyObject_GetAttrString(x, "flags");
-  PyObject* dtype = PyObject_GetAttrString(x, "dtype");
-  PyObject* strides = PyObject_GetAttrString(x, "strides");
+  PyObject* flags = PyObject_GetAttr(x, g_flags_name);
+  PyObject* dtype = PyObject_GetAttr(x, g_dtype_name);
+  PyObject* strides = PyObject_GetAttr(x, g_strides_name);
   PyObject* shape = PyList_New(v.ndim);
-  int c_contig = flags ? attr_bool(flags, "c_contiguous") : -1;
+  int c_contig = flags ? attr_bool(flags, g_c_contiguous_name) : -1;
   if (flags && dtype && strides && shape && c_contig >= 0 && PyTuple_Check(strides) &&
       PyTuple_Size(strides) == v.ndim) {
     bool zs = false, ok = true;
@@ -382,5 +407,10 @@ PyModuleDef kModule = {PyModuleDef_HEAD_INIT,
 }  // namespace
 
 PyMODINIT_FUNC PyInit__bod_fast() {
+  PyObject** names[] = {&g_dict_name, &g_flags_name, &g_dtype_name, &g_strides_name,
+                        &g_c_contiguous_name};
+  const char* texts[] = {"__dict__", "flags", "dtype", "strides", "c_contiguous"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i)
+    if (!*names[i] && !(*names[i] = PyUnicode_InternFromString(texts[i]))) return nullptr;
   return PyModule_Create(&kModule);
 }
