@@ -95,6 +95,30 @@ class Facts(unittest.TestCase):
         self.assertEqual(NATIVE.api_version(), _fast.API_VERSION)
         self.assertEqual(array_hash(np.zeros(0, np.uint8)), "%016x" % NATIVE.hash_buffer(b"", 5)[0])
 
+    def test_view_block_hashes_with_and_without_the_module(self):
+        from bo_doctor import _views
+        self.assertIsNotNone(_views._FACTS)
+
+        def python_way(arr):  # the same, with the native facts off
+            facts, _views._FACTS = _views._FACTS, None
+            try:
+                return _views.block_hashes(arr)
+            finally:
+                _views._FACTS = facts
+        base = np.arange(3000, dtype=np.uint16)
+        for arr in [np.ones(1, np.uint8), np.arange(2048, dtype=np.uint16),
+                    np.arange(4095, dtype=np.uint8), np.arange(4097, dtype=np.uint8),
+                    base[::2], base.reshape(30, 100).T, np.zeros((0, 4), np.float32)] + \
+                [a for a in arrays() if not a.dtype.hasobject]:
+            got = _views.block_hashes(arr)
+            view = _views.View(arr, 1, 0, 0)
+            want = python_way(arr)
+            self.assertEqual(got.tolist(), want.tolist(), (arr.dtype, arr.shape, arr.strides))
+            self.assertEqual(view.orig.tolist(), want.tolist(), (arr.dtype, arr.shape))
+            self.assertEqual((view.addr, view.nbytes, view.contiguous),
+                             (arr.__array_interface__["data"][0], arr.nbytes,
+                              bool(arr.flags.c_contiguous)))
+
 
 # Other interpreters a user's venv may run: BOD_TEST_PYTHONS (colon-separated paths), else
 # python3.10/3.12/3.13 on PATH or installed by pyenv; skipped where there are none.
