@@ -98,13 +98,15 @@ class Facts(unittest.TestCase):
     def test_view_block_hashes_with_and_without_the_module(self):
         from bo_doctor import _views
         self.assertIsNotNone(_views._FACTS)
+        self.assertIsNotNone(_views._BLOCKS)
 
-        def python_way(arr):  # the same, with the native facts off
-            facts, _views._FACTS = _views._FACTS, None
+        def python_way(arr):  # the same, with the native facts and block hashes off
+            saved = _views._FACTS, _views._BLOCKS
+            _views._FACTS = _views._BLOCKS = None
             try:
                 return _views.block_hashes(arr)
             finally:
-                _views._FACTS = facts
+                _views._FACTS, _views._BLOCKS = saved
         base = np.arange(3000, dtype=np.uint16)
         for arr in [np.ones(1, np.uint8), np.arange(2048, dtype=np.uint16),
                     np.arange(4095, dtype=np.uint8), np.arange(4097, dtype=np.uint8),
@@ -118,6 +120,22 @@ class Facts(unittest.TestCase):
             self.assertEqual((view.addr, view.nbytes, view.contiguous),
                              (arr.__array_interface__["data"][0], arr.nbytes,
                               bool(arr.flags.c_contiguous)))
+
+
+    def test_block_hashes(self):
+        from bo_doctor import _hashing
+        m = _fast.module()
+        for n in (0, 1, 4095, 4096, 4097, 3 * 4096, 100003, (1 << 20) + 5):
+            a = np.frombuffer(np.random.default_rng(n).bytes(n), np.uint8)
+            for block in (1, 4096, 65536):
+                if n // block > 4096:
+                    continue
+                got = np.frombuffer(m.block_hashes(a, block), np.uint64)
+                self.assertEqual(got.tolist(), _hashing.block_hashes(a, block).tolist(), (n, block))
+        self.assertIsNone(m.block_hashes(np.arange(10)[::2], 4096))  # not C-contiguous
+        self.assertIsNone(m.block_hashes(object(), 4096))
+        with self.assertRaises(ValueError):
+            m.block_hashes(np.zeros(4, np.uint8), 0)
 
 
 # Other interpreters a user's venv may run: BOD_TEST_PYTHONS (colon-separated paths), else

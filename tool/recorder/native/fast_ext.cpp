@@ -15,7 +15,8 @@
 // dtype, size, shape, data address, flags) and, for a C-contiguous array of fewer than `limit`
 // bytes, its trace hash (core/hash.h, the code libbod_hash.so and bo-doctor hash with).
 //
-// hash_buffer(obj, limit) hashes the first bytes of a BO's mapping where it lies.
+// hash_buffer(obj, limit) hashes the first bytes of a BO's mapping where it lies;
+// block_hashes(obj, block) an array's memory by blocks, as a returned view is compared.
 //
 // Everything here only reads the objects and bytes it is given.
 #define Py_LIMITED_API 0x030B0000
@@ -363,6 +364,37 @@ PyObject* fast_hash_buffer(PyObject*, PyObject* args) {
                        static_cast<unsigned long long>(n));
 }
 
+// block_hashes(obj, block): the XXH3-64 of each `block` bytes of a C-contiguous buffer (the last
+// block may be short; one hash, of 0 bytes, for an empty buffer) as libbod_hash.so's
+// bod_block_hashes gives them, in a bytearray of native uint64; None for an object with no such
+// buffer (a numpy array that is not C-contiguous).
+PyObject* fast_block_hashes(PyObject*, PyObject* args) {
+  PyObject* obj = nullptr;
+  Py_ssize_t block = 0;
+  if (!PyArg_ParseTuple(args, "On", &obj, &block)) return nullptr;
+  if (block <= 0) {
+    PyErr_SetString(PyExc_ValueError, "block_hashes: the block size must be positive");
+    return nullptr;
+  }
+  Py_buffer v;
+  if (PyObject_GetBuffer(obj, &v, PyBUF_SIMPLE) != 0) {
+    PyErr_Clear();
+    Py_RETURN_NONE;
+  }
+  const auto* p = static_cast<const uint8_t*>(v.buf);
+  const size_t n = static_cast<size_t>(v.len), b = static_cast<size_t>(block);
+  const size_t k = n ? (n - 1) / b + 1 : 1;
+  std::vector<uint64_t> h(k);
+  PyThreadState* saved = n >= (size_t(1) << 20) ? PyEval_SaveThread() : nullptr;
+  if (n == 0) h[0] = bod::hash_chunk(p, 0);
+  for (size_t off = 0, i = 0; off < n; off += b, ++i)
+    h[i] = bod::hash_chunk(p + off, n - off < b ? n - off : b);
+  if (saved) PyEval_RestoreThread(saved);
+  PyBuffer_Release(&v);
+  return PyByteArray_FromStringAndSize(reinterpret_cast<const char*>(h.data()),
+                                       static_cast<Py_ssize_t>(k * sizeof(uint64_t)));
+}
+
 PyObject* fast_set_ndarray(PyObject*, PyObject* cls) {
   if (!PyType_Check(cls)) {
     PyErr_SetString(PyExc_TypeError, "set_ndarray: a type is expected");
@@ -387,6 +419,9 @@ PyMethodDef kMethods[] = {
     {"set_ndarray", fast_set_ndarray, METH_O, "set_ndarray(numpy.ndarray)"},
     {"hash_buffer", fast_hash_buffer, METH_VARARGS,
      "hash_buffer(obj, limit) -> (trace hash, bytes hashed) of a contiguous buffer, else None"},
+    {"block_hashes", fast_block_hashes, METH_VARARGS,
+     "block_hashes(obj, block) -> bytearray of the XXH3-64 of each block of a C-contiguous "
+     "buffer, else None"},
     {"line", fast_line, METH_O,
      "line(record) -> the spool line of a record as _records.reference_line writes it, or None "
      "for a value only the Python serializer writes"},

@@ -146,7 +146,9 @@ class BoTable:
             items = list(results)
         except TypeError:
             return
-        for i, r in enumerate(items):
-            if i in out_set and isinstance(r, np.ndarray) and r.size and \
-                    bos is not None and i < len(bos):
+        if bos is None:
+            return
+        n = min(len(items), len(bos))
+        for i in out_set:
+            if 0 <= i < n and isinstance(items[i], np.ndarray) and items[i].size:
                 self.viewed.add(id(bos[i]))
