@@ -276,13 +276,15 @@ class CallCapture:
         self.lazy = rec.lazy and not rec.running  # another thread's call may share a BO
         self.lazy_after = rec.lazy_after and not rec.running
         self.new_data = set()
+        passed, ns, key = rec.passed, self.ns, a.key
         for i, h in enumerate(self.hosts):
             if h.source in ("placeholder", "view"):
                 continue
-            prev = rec.passed.get((self.ns, a.key, i))
+            k = (ns, key, i)
+            prev = passed.get(k)
             if prev is not None and prev != h.hash:
                 self.new_data.add(i)
-            rec.passed[(self.ns, a.key, i)] = h.hash
+            passed[k] = h.hash
         b0 = STATS["bytes_hashed"]
         self.pre = {}
         self.unread_before, self.unread_after, self.assumed = [], [], []
