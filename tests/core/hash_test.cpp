@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -139,6 +140,33 @@ TEST(Hash, UpToOneChunkIsPlainXxh3AndAboveIsTheHashOfTheChunkHashes) {
   EXPECT_EQ(hash_chunk_count(kHashChunk + 1), 2u);
 }
 
+// Restores the thread count hash_bytes uses when a test set one.
+struct KeepThreads {
+  unsigned t = hash_threads();
+  ~KeepThreads() { set_hash_threads(t); }
+};
+
+TEST(Hash, LargeArraysHashTheSameOnAnyNumberOfThreads) {
+  // From 16 MiB on, hash_bytes splits the chunks among threads (4 MiB each at least): every
+  // count gives the reference, around the threshold and on uneven splits.
+  const size_t M = size_t(1) << 20;
+  std::vector<uint8_t> buf = pattern(40 * M + 64);
+  const size_t sizes[] = {16 * M - 1, 16 * M, 16 * M + 1, 16 * M + 3 * kHashChunk + 17, 40 * M + 5};
+  std::vector<uint64_t> want;
+  for (size_t n : sizes) want.push_back(reference(buf.data() + 3, n));
+  KeepThreads keep;
+  for (unsigned t : {1u, 2u, 3u, 4u, 7u, 8u, kMaxHashThreads}) {
+    ASSERT_TRUE(set_hash_threads(t));
+    EXPECT_EQ(hash_threads(), t);
+    for (size_t i = 0; i < std::size(sizes); ++i)
+      EXPECT_EQ(hash_bytes(buf.data() + 3, sizes[i]), want[i])
+          << "threads=" << t << " n=" << sizes[i];
+  }
+  EXPECT_FALSE(set_hash_threads(0));
+  EXPECT_FALSE(set_hash_threads(kMaxHashThreads + 1));
+  EXPECT_EQ(hash_threads(), kMaxHashThreads);
+}
+
 TEST(Hash, KnownValues) {
   // XXH3-64 of the empty input and of "abc", as published by xxHash: a change of algorithm or
   // seed fails here even if the reference library changed with it.
@@ -191,6 +219,37 @@ TEST_F(HashPathEnv, ForcesThePathOfAProcess) {
   EXPECT_NE(r.err.find("BOD_HASH_PATH=bogus is not one of scalar, sse2, avx2, avx512"),
             std::string::npos)
       << r.err;
+}
+
+// BOD_HASH_THREADS sets the thread count of a process: accepted silently, the same trace as
+// one thread gives; a value out of range is named on stderr and the default used.
+TEST_F(HashPathEnv, ThreadsOfAProcess) {
+  std::string model = std::string(BOD_FIXTURES_DIR) + "/models/tutorial-mini/model.json";
+  std::string first;
+  for (const char* t : {"1", "2", "5"}) {
+    std::string out = (dir_ / (std::string("hash-threads-") + t + ".jsonl")).string();
+    std::string cmd = std::string("BOD_HASH_THREADS=") + t + " " + testing::quote(BOD_BINARY) +
+                      " check --format json --save-trace " + testing::quote(out) + " " +
+                      testing::quote(model);
+    testing::Proc r = testing::run_shell(dir_, cmd);
+    EXPECT_EQ(r.code, 0) << cmd << "\n" << r.err;
+    EXPECT_EQ(r.err.find("BOD_HASH_THREADS"), std::string::npos) << r.err;
+    std::string trace = testing::slurp(out);
+    ASSERT_FALSE(trace.empty()) << out;
+    if (first.empty())
+      first = trace;
+    else
+      EXPECT_EQ(trace, first) << "trace differs with BOD_HASH_THREADS=" << t;
+  }
+  for (const char* bad : {"0", "65", "two", "3x"}) {
+    testing::Proc r = testing::run_shell(dir_, std::string("BOD_HASH_THREADS=") + bad + " " +
+                                                   testing::quote(BOD_BINARY) + " check " +
+                                                   testing::quote(model));
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.err.find(std::string("BOD_HASH_THREADS=") + bad + " is not a number from 1 to 64"),
+              std::string::npos)
+        << r.err;
+  }
 }
 
 }  // namespace

@@ -1,10 +1,16 @@
 #include "core/hash.h"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <system_error>
+#include <thread>
 
 #include "core/hash_impl.h"
 
@@ -81,9 +87,33 @@ HashPath initial() {
   return best();
 }
 
+// Threads that hash one large array (the calling one included): BOD_HASH_THREADS, else the
+// CPUs the process may use, at most kDefaultThreads.
+constexpr unsigned kDefaultThreads = 8;
+unsigned default_threads() {
+  cpu_set_t set;
+  unsigned cpus = sched_getaffinity(0, sizeof set, &set) == 0
+                      ? static_cast<unsigned>(CPU_COUNT(&set))
+                      : std::thread::hardware_concurrency();
+  return std::clamp(cpus, 1u, kDefaultThreads);
+}
+
+unsigned initial_threads() {
+  const char* env = std::getenv("BOD_HASH_THREADS");
+  if (env && *env) {
+    char* end = nullptr;
+    unsigned long v = std::strtoul(env, &end, 10);
+    if (*end == 0 && v >= 1 && v <= kMaxHashThreads) return static_cast<unsigned>(v);
+    std::fprintf(stderr, "bo-doctor: BOD_HASH_THREADS=%s is not a number from 1 to %u; using %u\n",
+                 env, kMaxHashThreads, default_threads());
+  }
+  return default_threads();
+}
+
 struct State {
   std::atomic<HashPath> path{initial()};
   std::atomic<Fn> fn{fn_of(path.load())};
+  std::atomic<unsigned> threads{initial_threads()};
 };
 State& state() {
   static State s;
@@ -143,18 +173,47 @@ uint64_t combine(Fn fn, const uint64_t* chunk_hashes, size_t k) {
   return fn(le.data(), le.size());
 }
 
-// Above one chunk: the chunks' hashes, then the hash of those (see hash.h), all on `fn`.
-uint64_t tree(Fn fn, const void* data, size_t n) {
+// Above one chunk: the chunks' hashes, then the hash of those (see hash.h), all on `fn`. From
+// kParallelMin bytes on, the chunks are split into contiguous runs of at least kRunMin chunks
+// hashed by up to `threads` threads, the calling one included: each chunk's hash is its own, so
+// every split gives the same value. The threads start with every signal blocked (a signal
+// meant for the program never lands in one of them) and are joined before this returns; where
+// one cannot start, the calling thread hashes its run.
+constexpr size_t kParallelMin = size_t(16) << 20;
+constexpr size_t kRunMin = 64;  // 4 MiB per thread at least
+
+uint64_t tree(Fn fn, const void* data, size_t n, unsigned threads) {
   const auto* p = static_cast<const uint8_t*>(data);
   size_t k = hash_chunk_count(n);
   uint64_t stack[64];  // up to 4 MiB of data without a heap allocation
   std::vector<uint64_t> heap;
   uint64_t* h = stack;
   if (k > 64) heap.resize(k), h = heap.data();
-  for (size_t i = 0; i < k; ++i) {
-    size_t off = i * kHashChunk;
-    h[i] = fn(p + off, std::min(kHashChunk, n - off));
+  auto run = [fn, p, n, h](size_t lo, size_t hi) {
+    for (size_t i = lo; i < hi; ++i) {
+      size_t off = i * kHashChunk;
+      h[i] = fn(p + off, std::min(kHashChunk, n - off));
+    }
+  };
+  size_t t = n >= kParallelMin ? std::min<size_t>(threads, k / kRunMin) : 1;
+  if (t <= 1) {
+    run(0, k);
+    return combine(fn, h, k);
   }
+  size_t per = (k + t - 1) / t;
+  std::vector<std::thread> pool;
+  sigset_t all, old;
+  sigfillset(&all);
+  bool masked = pthread_sigmask(SIG_SETMASK, &all, &old) == 0;
+  try {
+    pool.reserve(t - 1);
+    for (size_t j = 1; j < t; ++j) pool.emplace_back(run, j * per, std::min(k, (j + 1) * per));
+  } catch (const std::exception&) {  // no thread (or no memory) for the rest: hashed here
+  }
+  if (masked) pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  run(0, std::min(k, per));
+  run(std::min(k, (pool.size() + 1) * per), k);
+  for (std::thread& th : pool) th.join();
   return combine(fn, h, k);
 }
 
@@ -169,12 +228,23 @@ uint64_t combine_chunk_hashes(const uint64_t* chunk_hashes, size_t k) {
 }
 
 uint64_t hash_bytes_on(HashPath p, const void* data, size_t n) {
-  return n <= kHashChunk ? fn_of(p)(data, n) : tree(fn_of(p), data, n);
+  return n <= kHashChunk ? fn_of(p)(data, n) : tree(fn_of(p), data, n, 1);
 }
 
 uint64_t hash_bytes(const void* data, size_t n) {
   Fn fn = current();
-  return n <= kHashChunk ? fn(data, n) : tree(fn, data, n);
+  return n <= kHashChunk ? fn(data, n) : tree(fn, data, n, hash_threads());
+}
+
+unsigned hash_threads() {
+  static State& s = state();
+  return s.threads.load(std::memory_order_relaxed);
+}
+
+bool set_hash_threads(unsigned t) {
+  if (t < 1 || t > kMaxHashThreads) return false;
+  state().threads.store(t, std::memory_order_relaxed);
+  return true;
 }
 
 uint64_t hash_chunk(const void* data, size_t n) {

@@ -35,6 +35,13 @@ std::vector<HashPath> available_hash_paths();
 HashPath hash_path();
 // Forces a path; false (and no change) when it is not available.
 bool set_hash_path(HashPath p);
-// One hash on a given path (which must be available).
+// One hash on a given path (which must be available), on the calling thread alone.
 uint64_t hash_bytes_on(HashPath p, const void* data, size_t n);
+// How many threads hash_bytes uses for one array of 16 MiB or more (4 MiB per thread at least;
+// the same value whatever the count): BOD_HASH_THREADS (1 to kMaxHashThreads, read at the first
+// hash), else the CPUs the process may use, at most 8. set_hash_threads refuses (false) a
+// count outside 1 to kMaxHashThreads.
+inline constexpr unsigned kMaxHashThreads = 64;
+unsigned hash_threads();
+bool set_hash_threads(unsigned t);
 }  // namespace bod
