@@ -140,6 +140,20 @@ TEST(Hash, UpToOneChunkIsPlainXxh3AndAboveIsTheHashOfTheChunkHashes) {
   EXPECT_EQ(hash_chunk_count(kHashChunk + 1), 2u);
 }
 
+TEST(Hash, BlockHashesArePlainXxh3OfEachBlock) {
+  std::vector<uint8_t> buf = pattern(3 * 4096 + 100);
+  for (size_t block : {size_t(1), size_t(4096), kHashChunk})
+    for (size_t n : {size_t(0), size_t(1), size_t(4095), size_t(4096), size_t(4097), buf.size()}) {
+      std::vector<uint64_t> got(block_count(n, block));
+      hash_blocks(buf.data(), n, block, got.data());
+      std::vector<uint64_t> want;
+      for (size_t off = 0; off < n; off += block)
+        want.push_back(XXH3_64bits(buf.data() + off, std::min(block, n - off)));
+      if (n == 0) want.push_back(XXH3_64bits(buf.data(), 0));
+      EXPECT_EQ(got, want) << "n=" << n << " block=" << block;
+    }
+}
+
 // Restores the thread count hash_bytes uses when a test set one.
 struct KeepThreads {
   unsigned t = hash_threads();

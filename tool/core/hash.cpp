@@ -251,6 +251,14 @@ uint64_t hash_chunk(const void* data, size_t n) {
   return current()(data, n);
 }
 
+void hash_blocks(const void* data, size_t n, size_t block, uint64_t* out) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  Fn fn = current();
+  if (n == 0) out[0] = fn(p, 0);
+  for (size_t off = 0, i = 0; off < n; off += block, ++i)
+    out[i] = fn(p + off, std::min(block, n - off));
+}
+
 std::string hash_hex(uint64_t h) {
   char b[17];
   std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(h));

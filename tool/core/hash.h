@@ -21,6 +21,12 @@ inline size_t hash_chunk_count(size_t n) {
   return n == 0 ? 1 : (n + kHashChunk - 1) / kHashChunk;
 }
 uint64_t hash_chunk(const void* data, size_t n);
+// Plain XXH3-64 of each `block` bytes of n bytes (the last block may be short) into out, which
+// holds block_count(n, block) values: one, the hash of 0 bytes, when n is 0.
+inline size_t block_count(size_t n, size_t block) {
+  return n == 0 ? 1 : (n - 1) / block + 1;
+}
+void hash_blocks(const void* data, size_t n, size_t block, uint64_t* out);
 uint64_t combine_chunk_hashes(const uint64_t* chunk_hashes, size_t k);
 std::string hash_hex(uint64_t h);  // 16 lowercase hex digits
 

@@ -121,7 +121,6 @@ class Facts(unittest.TestCase):
                              (arr.__array_interface__["data"][0], arr.nbytes,
                               bool(arr.flags.c_contiguous)))
 
-
     def test_block_hashes(self):
         from bo_doctor import _hashing
         m = _fast.module()

@@ -332,67 +332,72 @@ PyObject* fast_facts(PyObject*, PyObject* args) {
   return out;
 }
 
+// The arguments (obj, a size >= 0 named `what` in the error) of a hashing function and obj's
+// contiguous buffer; 0 with the buffer in v, 1 when obj exposes none (the caller returns None
+// and the Python code reads it its own way), -1 with an error set.
+int hashing_args(PyObject* args, const char* what, Py_buffer* v, Py_ssize_t* size) {
+  PyObject* obj = nullptr;
+  if (!PyArg_ParseTuple(args, "On", &obj, size)) return -1;
+  if (*size < 0) {
+    PyErr_Format(PyExc_ValueError, "%s must not be negative", what);
+    return -1;
+  }
+  if (PyObject_GetBuffer(obj, v, PyBUF_SIMPLE) != 0) {
+    PyErr_Clear();
+    return 1;
+  }
+  return 0;
+}
+
+// f() run with the interpreter's lock let go when it reads n >= 1 MiB bytes: other threads run
+// meanwhile, as they did while ctypes hashed (the buffer export keeps the memory alive).
+template <class F>
+void hash_outside_the_lock(size_t n, F f) {
+  if (n < (size_t(1) << 20)) return f();
+  PyThreadState* saved = PyEval_SaveThread();
+  f();
+  PyEval_RestoreThread(saved);
+}
+
 // hash_buffer(obj, limit) -> (trace hash, n) of the first n = min(limit, its length) bytes of a
 // contiguous buffer, or None when obj exposes none (the caller then reads it the Python way).
 PyObject* fast_hash_buffer(PyObject*, PyObject* args) {
-  PyObject* obj = nullptr;
-  Py_ssize_t limit = 0;
-  if (!PyArg_ParseTuple(args, "On", &obj, &limit)) return nullptr;
-  if (limit < 0) {
-    PyErr_SetString(PyExc_ValueError, "hash_buffer: a negative limit");
-    return nullptr;
-  }
   Py_buffer v;
-  if (PyObject_GetBuffer(obj, &v, PyBUF_SIMPLE) != 0) {
-    PyErr_Clear();
+  Py_ssize_t limit = 0;
+  if (int r = hashing_args(args, "hash_buffer: the limit", &v, &limit)) {
+    if (r < 0) return nullptr;
     Py_RETURN_NONE;
   }
-  size_t n = static_cast<size_t>(v.len);
-  if (static_cast<size_t>(limit) < n) n = static_cast<size_t>(limit);
+  size_t n = std::min(static_cast<size_t>(v.len), static_cast<size_t>(limit));
   uint64_t h = 0;
-  if (n >= (size_t(1) << 20)) {
-    // Other threads run meanwhile, as they did while ctypes hashed (the export keeps the
-    // memory alive).
-    PyThreadState* saved = PyEval_SaveThread();
-    h = bod::hash_bytes(v.buf, n);
-    PyEval_RestoreThread(saved);
-  } else {
-    h = bod::hash_bytes(v.buf, n);
-  }
+  hash_outside_the_lock(n, [&] { h = bod::hash_bytes(v.buf, n); });
   PyBuffer_Release(&v);
   return Py_BuildValue("(KK)", static_cast<unsigned long long>(h),
                        static_cast<unsigned long long>(n));
 }
 
-// block_hashes(obj, block): the XXH3-64 of each `block` bytes of a C-contiguous buffer (the last
-// block may be short; one hash, of 0 bytes, for an empty buffer) as libbod_hash.so's
-// bod_block_hashes gives them, in a bytearray of native uint64; None for an object with no such
+// block_hashes(obj, block): core's hash_blocks of a C-contiguous buffer (as libbod_hash.so's
+// bod_block_hashes gives them) in a bytearray of native uint64; None for an object with no such
 // buffer (a numpy array that is not C-contiguous).
 PyObject* fast_block_hashes(PyObject*, PyObject* args) {
-  PyObject* obj = nullptr;
+  Py_buffer v;
   Py_ssize_t block = 0;
-  if (!PyArg_ParseTuple(args, "On", &obj, &block)) return nullptr;
-  if (block <= 0) {
+  if (int r = hashing_args(args, "block_hashes: the block size", &v, &block)) {
+    if (r < 0) return nullptr;
+    Py_RETURN_NONE;
+  }
+  if (block == 0) {
+    PyBuffer_Release(&v);
     PyErr_SetString(PyExc_ValueError, "block_hashes: the block size must be positive");
     return nullptr;
   }
-  Py_buffer v;
-  if (PyObject_GetBuffer(obj, &v, PyBUF_SIMPLE) != 0) {
-    PyErr_Clear();
-    Py_RETURN_NONE;
-  }
-  const auto* p = static_cast<const uint8_t*>(v.buf);
-  const size_t n = static_cast<size_t>(v.len), b = static_cast<size_t>(block);
-  const size_t k = n ? (n - 1) / b + 1 : 1;
-  std::vector<uint64_t> h(k);
-  PyThreadState* saved = n >= (size_t(1) << 20) ? PyEval_SaveThread() : nullptr;
-  if (n == 0) h[0] = bod::hash_chunk(p, 0);
-  for (size_t off = 0, i = 0; off < n; off += b, ++i)
-    h[i] = bod::hash_chunk(p + off, n - off < b ? n - off : b);
-  if (saved) PyEval_RestoreThread(saved);
+  const size_t n = static_cast<size_t>(v.len);
+  std::vector<uint64_t> h(bod::block_count(n, static_cast<size_t>(block)));
+  hash_outside_the_lock(n,
+                        [&] { bod::hash_blocks(v.buf, n, static_cast<size_t>(block), h.data()); });
   PyBuffer_Release(&v);
   return PyByteArray_FromStringAndSize(reinterpret_cast<const char*>(h.data()),
-                                       static_cast<Py_ssize_t>(k * sizeof(uint64_t)));
+                                       static_cast<Py_ssize_t>(h.size() * sizeof(uint64_t)));
 }
 
 PyObject* fast_set_ndarray(PyObject*, PyObject* cls) {
@@ -408,7 +413,7 @@ PyObject* fast_set_ndarray(PyObject*, PyObject* cls) {
 
 // The version of this module's functions; _fast.py loads only the one it was written for.
 PyObject* fast_api_version(PyObject*, PyObject*) {
-  return PyLong_FromLong(1);
+  return PyLong_FromLong(2);  // 2: block_hashes
 }
 
 PyMethodDef kMethods[] = {

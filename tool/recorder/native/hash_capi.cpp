@@ -31,13 +31,11 @@ __attribute__((visibility("default"))) size_t bod_hash_chunk_size() {
 // holds ceil(n / block) values (one, the hash of 0 bytes, when n is 0).
 __attribute__((visibility("default"))) void bod_block_hashes(const void* data, size_t n,
                                                              size_t block, uint64_t* out) {
-  const auto* p = static_cast<const uint8_t*>(data);
-  if (n == 0 || block == 0) {
-    out[0] = bod::hash_chunk(p, n);
+  if (block == 0) {  // one block: the whole
+    out[0] = bod::hash_chunk(data, n);
     return;
   }
-  for (size_t off = 0, i = 0; off < n; off += block, ++i)
-    out[i] = bod::hash_chunk(p + off, n - off < block ? n - off : block);
+  bod::hash_blocks(data, n, block, out);
 }
 
 // The trace hash of an array from its k chunk hashes (k > 1), as bod_hash_bytes combines them.

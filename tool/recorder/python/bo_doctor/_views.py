@@ -56,7 +56,7 @@ def _native_blocks():
     """The native `block_hashes` (_fast.py), or None."""
     from . import _fast
     m = _fast.module()
-    return getattr(m, "block_hashes", None) if m is not None else None
+    return m.block_hashes if m is not None else None
 
 
 _BLOCKS = _native_blocks()
@@ -74,13 +74,6 @@ def block_hashes(arr, addr=None):
         if got is not None:  # the same hashes, made in one native call
             STATS["bytes_hashed"] += arr.nbytes
             return np.frombuffer(got, np.uint64)
-    if _FACTS is not None and arr.nbytes <= BLOCK:
-        # One block: its XXH3-64 is the trace hash of its bytes, which `facts` takes in the
-        # same native call that reads the array (a C-contiguous one)
-        f = _FACTS(arr, BLOCK + 1)
-        if f is not None and f[4] and f[7] is not None:
-            STATS["bytes_hashed"] += f[1]
-            return np.array((f[7],), np.uint64)
     if not arr.flags.c_contiguous:
         return np.array([digest(bytes_of(arr))], np.uint64)
     if addr is not None:
