@@ -115,8 +115,10 @@ class Facts(unittest.TestCase):
             got = _views.block_hashes(arr)
             view = _views.View(arr, 1, 0, 0)
             want = python_way(arr)
-            self.assertEqual(got.tolist(), want.tolist(), (arr.dtype, arr.shape, arr.strides))
-            self.assertEqual(view.orig.tolist(), want.tolist(), (arr.dtype, arr.shape))
+            self.assertEqual(bytes(got), bytes(want), (arr.dtype, arr.shape, arr.strides))
+            self.assertEqual(bytes(view.orig), bytes(want), (arr.dtype, arr.shape))
+            self.assertEqual(_views.hash_values(got).tolist(),
+                             [int(h) for h in _views.hash_values(want)])
             self.assertEqual((view.addr, view.nbytes, view.contiguous),
                              (arr.__array_interface__["data"][0], arr.nbytes,
                               bool(arr.flags.c_contiguous)))
@@ -135,6 +137,47 @@ class Facts(unittest.TestCase):
         self.assertIsNone(m.block_hashes(object(), 4096))
         with self.assertRaises(ValueError):
             m.block_hashes(np.zeros(4, np.uint8), 0)
+
+
+    def test_write(self):
+        m = _fast.module()
+        with tempfile.TemporaryDirectory(prefix="bod_native_write_") as d:
+            path = os.path.join(d, "spool")
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            st = os.fstat(fd)
+            self.assertIs(m.write(fd, st.st_dev, st.st_ino, b"one\n"), True)
+            self.assertIs(m.write(fd, st.st_dev, st.st_ino, b"x" * (1 << 20) + b"\n"), True)
+            # Another file on that number (the program reused it): nothing written there
+            self.assertIs(m.write(fd, st.st_dev, st.st_ino + 1, b"not here\n"), False)
+            os.close(fd)
+            self.assertIs(m.write(fd, st.st_dev, st.st_ino, b"closed\n"), False)
+            with open(path, "rb") as f:
+                self.assertEqual(f.read(), b"one\n" + b"x" * (1 << 20) + b"\n")
+            ro = os.open(path, os.O_RDONLY)  # the file, but not writable: the write's error
+            try:
+                with self.assertRaises(OSError):
+                    m.write(ro, st.st_dev, st.st_ino, b"no\n")
+            finally:
+                os.close(ro)
+            with self.assertRaises(TypeError):
+                m.write(1, 0, 0, "text, not bytes")
+
+    def test_frozen_objects_are_written_as_they_are_each_time(self):
+        from bo_doctor import _records as R
+        m = _fast.module()
+        # More distinct frozen parts than the module keeps texts of, each written twice
+        for k in range(20000):
+            place = R.Placement("ns", "key", "k%d" % k, k, 4 * k, k + 1)
+            hx = R.HostX("float32" if k % 2 else "uint16", bool(k % 3), bool(k % 5))
+            host = R.Host([k], "f32", 4 * k, "%016x" % k, "var", "arg0", 0, hx)
+            slot = R.Slot("input", False, host, place, 4 * k, True, 4 * k, "%016x" % k,
+                          ["%016x" % k, "0" * 16])
+            want = R.reference_line(slot)
+            self.assertEqual(m.line(slot), want, k)
+            self.assertEqual(m.line(slot), want, k)
+        # The same values in new objects, and the old objects again
+        self.assertEqual(m.line(R.Placement("a", "b", "c", 1, 2, 3)),
+                         '{"ns":"a","pool":"b","name":"c","index":1,"bytes":2,"first_call":3}')
 
 
 # Other interpreters a user's venv may run: BOD_TEST_PYTHONS (colon-separated paths), else

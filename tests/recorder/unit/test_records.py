@@ -2,7 +2,7 @@
 import json
 import os
 import unittest
-from dataclasses import fields
+from dataclasses import fields, replace
 
 import support
 import numpy as np
@@ -142,14 +142,20 @@ class FastSerializer(unittest.TestCase):
         self.assertEqual(R.line(record), want, repr(record))
 
     def slot(self, **kw):
-        hx = R.HostX("float32", True, False)
-        host = R.Host([4, 2], "f32", 32, "0123456789abcdef", "var", "arg0@L1", 0, hx)
-        bo = R.Placement("decode_cache", "key", "k_L1", 0, 32, 3)
-        s = R.Slot("input", False, host, bo, 32, True, 32, "0123456789abcdef",
-                   ["0123456789abcdef", "0" * 16])
+        """A slot with the fields named in kw (`host__hash`, `bo__ns`, `x__numpy_dtype`, `role`
+        ...) set to the values given (HostX and Placement are frozen: made with them)."""
+        parts = {"": {}, "host": {}, "bo": {}, "x": {}}
         for k, v in kw.items():
             obj, _, name = k.rpartition("__")
-            setattr({"": s, "host": host, "bo": bo, "x": hx}[obj], name, v)
+            parts[obj][name] = v
+        hx = replace(R.HostX("float32", True, False), **parts["x"])
+        host = R.Host([4, 2], "f32", 32, "0123456789abcdef", "var", "arg0@L1", 0, hx)
+        bo = replace(R.Placement("decode_cache", "key", "k_L1", 0, 32, 3), **parts["bo"])
+        s = R.Slot("input", False, host, bo, 32, True, 32, "0123456789abcdef",
+                   ["0123456789abcdef", "0" * 16])
+        for obj, target in (("", s), ("host", host)):
+            for name, v in parts[obj].items():
+                setattr(target, name, v)
         return s
 
     def test_every_field_of_a_slot_with_every_odd_value(self):

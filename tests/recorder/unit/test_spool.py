@@ -157,3 +157,36 @@ class SpoolFailure(unittest.TestCase):
             s.write(EndRecord(1, 0.0))
             s.write_call(1, [Labels("a", 1, 0)])
             self.assertTrue(s.failed)
+
+
+class WithoutTheNativeWrite:
+    """Runs a test class's tests with the spool written the Python way (no native `write`)."""
+
+    def setUp(self):
+        from bo_doctor import _spool
+        self._saved = _spool._WRITE
+        _spool._WRITE = None
+        super().setUp()
+
+    def tearDown(self):
+        from bo_doctor import _spool
+        super().tearDown()
+        _spool._WRITE = self._saved
+
+
+class PythonWriteSpoolTest(WithoutTheNativeWrite, SpoolTest):
+    pass
+
+
+class PythonWriteSpoolDescriptor(WithoutTheNativeWrite, SpoolDescriptor):
+    pass
+
+
+class PythonWriteSpoolFailure(WithoutTheNativeWrite, SpoolFailure):
+    pass
+
+
+class NativeWriteInUse(unittest.TestCase):
+    def test_the_native_write_is_in_use_where_the_module_loads(self):
+        from bo_doctor import _fast, _spool
+        self.assertEqual(_spool._WRITE is not None, _fast.module() is not None)

@@ -206,3 +206,86 @@ class ArgumentLists(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Index(unittest.TestCase):
+    """The view table's indexes (by address, by BO, the overwritten views not reported) give
+    what a walk over every live view gives, as views are returned, die and are overwritten."""
+
+    def brute_find(self, table, arr):
+        """find() the slow way: the base chain, then every live view holding arr's address
+        (the latest call's, the first returned among equals)."""
+        b = arr
+        while isinstance(b, np.ndarray):
+            for v in table.views.values():
+                if v.id == id(b) and v.ref() is b:
+                    return v
+            b = b.base
+        p = arr.__array_interface__["data"][0]
+        best = None
+        for serial, v in table.views.items():
+            if v.ref() is not None and v.addr <= p < v.addr + v.nbytes and \
+                    (best is None or v.call > best[1].call):
+                best = (serial, v)
+        return best[1] if best is not None else None
+
+    def test_find_and_rehash_agree_with_a_walk_over_every_view(self):
+        from bo_doctor import _views
+        rng = np.random.default_rng(7)
+        memory = [np.zeros(int(n), np.uint8) for n in rng.integers(1, 20000, 6)]
+        bos = [object() for _ in memory]
+        table = _views.ViewTable()
+        held = []
+        for n in range(1, 400):
+            k = int(rng.integers(len(memory)))
+            lo = int(rng.integers(memory[k].size))
+            hi = int(rng.integers(lo + 1, memory[k].size + 1))
+            out = memory[k][lo:hi]
+            table.note_returned(n, [out], [bos[k]], {0})
+            held.append(out)
+            if rng.random() < 0.5 and held:  # the program lets go of a view
+                held.pop(int(rng.integers(len(held))))
+                gc.collect()
+            # The program writes a byte somewhere; then a call binding BO j changes another
+            memory[int(rng.integers(len(memory)))][0] += 1
+            table.rehash(only={id(bos[int(rng.integers(len(bos)))])})
+            j = int(rng.integers(len(memory)))
+            memory[j][int(rng.integers(memory[j].size))] += 1
+            table.rehash(n, ("loop", n), {id(bos[j]): False}, only={id(bos[j])})
+            for _ in range(5):
+                k = int(rng.integers(len(memory)))
+                i = int(rng.integers(memory[k].size))
+                probe = memory[k][i:i + 1]
+                self.assertIs(table.find(probe), self.brute_find(table, probe), (n, k, i))
+            for h in held[-3:]:
+                self.assertIs(table.find(h), self.brute_find(table, h))
+            table.prune()
+            live = {s for s, v in table.views.items() if v.ref() is not None}
+            self.assertEqual(set(table.views), live)
+            self.assertEqual(sorted(s for _, s in table._keys), sorted(live))
+            self.assertEqual({s for s, v in table.views.items() if v.stale_since and not v.done},
+                             set(table.stale))
+            self.assertEqual({s for g in table.by_bo.values() for s in g}, live)
+        # Every view a call changed, and only those, carries that call as its last change
+        stale = [v for v in table.views.values() if v.stale_since]
+        self.assertTrue(stale)
+        for v in stale:
+            self.assertLessEqual(v.stale_since, v.last_change)
+
+    def test_a_view_the_program_wrote_whole_after_a_call_overwrote_it_is_not_held(self):
+        from bo_doctor import _views
+        table = _views.ViewTable()
+        mem, bo, other = np.zeros(8192, np.uint8), object(), object()
+        view = mem[:4096]
+        table.note_returned(1, [view], [bo], {0})
+        v = table.find(view)
+        mem[:4096] = 1  # call 2, which binds the BO, overwrites it
+        table.rehash(2, ("loop", 2), {id(bo): False}, only={id(bo)})
+        self.assertEqual((v.stale_since, v.last_change), (2, 2))
+        self.assertEqual(list(table.stale.values()), [v])
+        view[:] = 2  # the program writes all of it itself: what it now expects to see
+        # Before call 3, which binds another BO: the overwritten views are looked at too
+        table.rehash(only={id(other)})
+        self.assertEqual(v.stale_since, 0)
+        self.assertEqual(table.stale, {})
+        self.assertEqual(table.held(set(), "call 3", at_exit=True), [])

@@ -18,10 +18,19 @@
 // hash_buffer(obj, limit) hashes the first bytes of a BO's mapping where it lies;
 // block_hashes(obj, block) an array's memory by blocks, as a returned view is compared.
 //
-// Everything here only reads the objects and bytes it is given.
+// write(fd, dev, ino, data) appends a block of spool lines to the spool file, after checking
+// that the descriptor still names it (tool/recorder/python/bo_doctor/_spool.py).
+//
+// Everything here only reads the objects and bytes it is given, but `write`, which writes the
+// recorder's own spool file.
 #define Py_LIMITED_API 0x030B0000
 #include <Python.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -37,7 +46,16 @@ struct Field {
   std::string key;  // "\"name\":"
 };
 
-std::unordered_map<PyObject*, std::vector<Field>> g_types;  // registered dataclass types
+struct Type {
+  std::vector<Field> fields;
+  bool frozen = false;  // instances never change: each one's text is kept (g_texts)
+};
+
+std::unordered_map<PyObject*, Type> g_types;  // registered dataclass types
+// The text of instances of frozen types, by identity; each holds a reference to its instance,
+// so no other object can take its address while it is here.
+std::unordered_map<PyObject*, std::string> g_texts;
+constexpr size_t kMaxTexts = 1 << 14;
 PyObject* g_omit = nullptr;
 PyObject* g_ndarray = nullptr;  // numpy.ndarray (set_ndarray)
 // Interned attribute names (made once, at module init)
@@ -209,7 +227,19 @@ bool put(std::string& out, PyObject* v, int depth) {
   if (PyList_CheckExact(v)) return put_seq(out, v, true, depth);
   if (PyTuple_CheckExact(v)) return put_seq(out, v, false, depth);
   auto it = g_types.find(reinterpret_cast<PyObject*>(Py_TYPE(v)));
-  if (it != g_types.end()) return put_fields(out, v, it->second, depth);
+  if (it != g_types.end()) {
+    if (!it->second.frozen) return put_fields(out, v, it->second.fields, depth);
+    auto kept = g_texts.find(v);
+    if (kept != g_texts.end()) {
+      out += kept->second;
+      return true;
+    }
+    const size_t from = out.size();
+    if (!put_fields(out, v, it->second.fields, depth)) return false;
+    Py_INCREF(v);
+    g_texts.emplace(v, out.substr(from));
+    return true;
+  }
   if (PyDict_CheckExact(v)) return put_dict(out, v, depth);
   if (PyFloat_CheckExact(v)) {
     double d = PyFloat_AsDouble(v);
@@ -226,18 +256,34 @@ bool put(std::string& out, PyObject* v, int depth) {
   return false;
 }
 
+// Drops the kept texts and the references to their instances.
+void drop_texts() {
+  std::vector<PyObject*> held;
+  held.reserve(g_texts.size());
+  for (auto& kv : g_texts) held.push_back(kv.first);
+  g_texts.clear();
+  for (PyObject* o : held) Py_DECREF(o);
+}
+
 PyObject* fast_line(PyObject*, PyObject* record) {
   thread_local std::string out;
+  // Before writing, so that nothing is freed while a line is being written
+  if (g_texts.size() >= kMaxTexts) drop_texts();
   out.clear();
+
   if (!put(out, record, 0)) Py_RETURN_NONE;
   return PyUnicode_FromStringAndSize(out.data(), static_cast<Py_ssize_t>(out.size()));
 }
 
-// register(cls, names, omit): cls's instances are written as objects of the fields `names`
-// (a tuple of str, in order); a field whose value is `omit` is left out.
+// register(cls, names, omit, frozen=False): cls's instances are written as objects of the
+// fields `names` (a tuple of str, in order); a field whose value is `omit` is left out. frozen:
+// its instances never change (a frozen dataclass of immutable values): the text of each is
+// made once and kept while it is in use.
 PyObject* fast_register(PyObject*, PyObject* args) {
   PyObject *cls = nullptr, *names = nullptr, *omit = nullptr;
-  if (!PyArg_ParseTuple(args, "OO!O", &cls, &PyTuple_Type, &names, &omit)) return nullptr;
+  int frozen = 0;
+  if (!PyArg_ParseTuple(args, "OO!O|p", &cls, &PyTuple_Type, &names, &omit, &frozen))
+    return nullptr;
   if (!PyType_Check(cls)) {
     PyErr_SetString(PyExc_TypeError, "register: cls must be a type");
     return nullptr;
@@ -258,8 +304,10 @@ PyObject* fast_register(PyObject*, PyObject* args) {
   Py_INCREF(omit);
   g_omit = omit;
   auto& slot = g_types[cls];
-  for (Field& f : slot) Py_DECREF(f.name);
-  slot = std::move(fields);
+  for (Field& f : slot.fields) Py_DECREF(f.name);
+  slot.fields = std::move(fields);
+  slot.frozen = frozen != 0;
+  drop_texts();  // texts kept so far may have been made with other fields
   Py_RETURN_NONE;
 }
 
@@ -400,6 +448,42 @@ PyObject* fast_block_hashes(PyObject*, PyObject* args) {
                                        static_cast<Py_ssize_t>(h.size() * sizeof(uint64_t)));
 }
 
+// write(fd, dev, ino, data) -> True once all of data (bytes) is written to fd, False (nothing
+// written) when fd no longer names the file (dev, ino): closed or reused by the program. An
+// interrupted write is resumed; any other failure raises OSError. The interpreter's lock is let
+// go meanwhile, as os.write does.
+PyObject* fast_write(PyObject*, PyObject* args) {
+  int fd = 0;
+  unsigned long long dev = 0, ino = 0;
+  Py_buffer data;
+  if (!PyArg_ParseTuple(args, "iKKy*", &fd, &dev, &ino, &data)) return nullptr;
+  bool ours = false;
+  int err = 0;
+  Py_BEGIN_ALLOW_THREADS;
+  struct stat st;
+  ours = fstat(fd, &st) == 0 && static_cast<unsigned long long>(st.st_dev) == dev &&
+         static_cast<unsigned long long>(st.st_ino) == ino;
+  const char* p = static_cast<const char*>(data.buf);
+  size_t left = ours ? static_cast<size_t>(data.len) : 0;
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      err = errno;
+      break;
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  Py_END_ALLOW_THREADS;
+  PyBuffer_Release(&data);
+  if (err) {
+    errno = err;
+    return PyErr_SetFromErrno(PyExc_OSError);
+  }
+  return PyBool_FromLong(ours);
+}
+
 PyObject* fast_set_ndarray(PyObject*, PyObject* cls) {
   if (!PyType_Check(cls)) {
     PyErr_SetString(PyExc_TypeError, "set_ndarray: a type is expected");
@@ -413,7 +497,7 @@ PyObject* fast_set_ndarray(PyObject*, PyObject* cls) {
 
 // The version of this module's functions; _fast.py loads only the one it was written for.
 PyObject* fast_api_version(PyObject*, PyObject*) {
-  return PyLong_FromLong(2);  // 2: block_hashes
+  return PyLong_FromLong(3);  // 2: block_hashes; 3: write, register(..., frozen)
 }
 
 PyMethodDef kMethods[] = {
@@ -427,11 +511,14 @@ PyMethodDef kMethods[] = {
     {"block_hashes", fast_block_hashes, METH_VARARGS,
      "block_hashes(obj, block) -> bytearray of the XXH3-64 of each block of a C-contiguous "
      "buffer, else None"},
+    {"write", fast_write, METH_VARARGS,
+     "write(fd, dev, ino, data) -> True once data is written, False when fd is not that file"},
     {"line", fast_line, METH_O,
      "line(record) -> the spool line of a record as _records.reference_line writes it, or None "
      "for a value only the Python serializer writes"},
     {"register", fast_register, METH_VARARGS,
-     "register(cls, names, omit): write cls's instances as objects of these fields"},
+     "register(cls, names, omit, frozen=False): write cls's instances as objects of these "
+     "fields (frozen: each instance's text is kept)"},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef kModule = {PyModuleDef_HEAD_INIT,

@@ -381,7 +381,7 @@ class CallCapture:
         else:
             dtype = names[0]
         self.shape_placeholder[i] = size == 0 or bool(zs)
-        v = self.arg_views[i] = rec.views.find(arr, addr) if rec.views.views else None
+        v = self.arg_views[i] = rec.views.find(arr, addr) if size and rec.views.views else None
         if v is not None:
             source, name, view = "view", "view of call %d slot %d" % (v.call, v.slot), v.call
         else:
@@ -477,8 +477,9 @@ class CallCapture:
                 if place is None:
                     place = places[mk] = Placement(ns, "key", keytext, i, size, bo_first)
             else:
-                place = self.placement(pool_key, i, size, 0)
-                place.first_call = first_of((place.ns, place.pool, place.name, place.index), n)
+                p = self.placement(pool_key, i, size, 0)
+                place = Placement(p.ns, p.pool, p.name, p.index, size,
+                                  first_of((p.ns, p.pool, p.name, p.index), n))
             wrote = written[i] and not alias_error
             hb = h.bytes
             nb = hb if hb <= size else size

@@ -136,22 +136,27 @@ def refresh_snapshots():
         f = f.f_back
 
 
-_INSIDE = {}  # (code object, f_lasti) -> ((LoopCode, its named targets), ...) innermost first
+# (id(code object), f_lasti) -> (the code object, ((LoopCode, its named targets), ...) innermost
+# first). Keyed by id: a code object's own hash reads its bytecode and constants (nested
+# functions' code too) on every lookup; the entry keeps its code object alive, so no other code
+# object can have that id while the entry is there.
+_INSIDE = {}
 
 
 def _inside(code, lasti):
     """The loops of a code object whose body holds the instruction at lasti, innermost first,
     each with the names its targets assign (cached per code object and instruction)."""
-    k = (code, lasti)
+    k = (id(code), lasti)
     got = _INSIDE.get(k)
-    if got is None:
-        inside = sorted([lc for lc in loops_of(code) if lc.start < lasti < lc.end],
-                        key=lambda lc: -lc.start)
-        got = tuple((lc, tuple(t for t in lc.targets if t is not None)) for lc in inside)
-        if len(_INSIDE) > 65536:
-            _INSIDE.clear()
-        _INSIDE[k] = got
-    return got
+    if got is not None and got[0] is code:
+        return got[1]
+    inside = sorted([lc for lc in loops_of(code) if lc.start < lasti < lc.end],
+                    key=lambda lc: -lc.start)
+    loops = tuple((lc, tuple(t for t in lc.targets if t is not None)) for lc in inside)
+    if len(_INSIDE) > 65536:
+        _INSIDE.clear()
+    _INSIDE[k] = (code, loops)
+    return loops
 
 
 def running_loops(limit):
@@ -168,14 +173,21 @@ def loops_and_caller(limit):
     first = None
     n = 0
     f = sys._getframe(1)
+    ours_of, inside_of = _OURS.get, _INSIDE.get  # (the caches' lookups, inlined)
     while f is not None:
         code = f.f_code
         fresh = False
-        if n < limit and not _ours(code.co_filename):
+        if n < limit:
+            ours = ours_of(code.co_filename)
+            if ours is None:
+                ours = _ours(code.co_filename)
+        if n < limit and not ours:
             n += 1
             if first is None:
                 first = f
-            inside = _inside(code, f.f_lasti)
+            lasti = f.f_lasti
+            got = inside_of((id(code), lasti))
+            inside = got[1] if got is not None and got[0] is code else _inside(code, lasti)
             if inside:
                 loc = frame_locals(f)
                 fresh = True

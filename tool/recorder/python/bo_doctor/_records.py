@@ -35,7 +35,9 @@ OMIT = _Omit()
 
 # --- the parts of a call line (docs/trace-format.md §5, §6) ----------------------------------
 
-@dataclass
+# HostX and Placement are frozen (shared per value by the recorder: the native serializer keeps
+# each one's text).
+@dataclass(frozen=True)
 class HostX:
     """The slot's `host.x` extension: what numpy said of the array."""
     numpy_dtype: str
@@ -56,7 +58,7 @@ class Host:
     x: object = OMIT     # HostX
 
 
-@dataclass
+@dataclass(frozen=True)
 class Placement:
     """Where a slot's BO lives (§6 `bo`)."""
     ns: str
@@ -489,7 +491,7 @@ def _native_line():
         return None
     for v in list(globals().values()):
         if isinstance(v, type) and hasattr(v, "__dataclass_fields__"):
-            m.register(v, _names(v), OMIT)
+            m.register(v, _names(v), OMIT, v.__dataclass_params__.frozen)
     return m.line
 
 

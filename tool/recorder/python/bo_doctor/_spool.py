@@ -32,6 +32,16 @@ import threading
 
 from ._records import line
 
+
+def _native_write():
+    """The native `write` (_fast.py), or None."""
+    from . import _fast
+    m = _fast.module()
+    return m.write if m is not None else None
+
+
+_WRITE = _native_write()
+
 FIRST_FD = 1000  # the spool's descriptor is the lowest free one from here (lower if the limit is)
 
 
@@ -96,9 +106,15 @@ class Spool:
         if self.failed:
             return
         try:
+            data = text.encode("ascii")
+            if _WRITE is not None:  # the same check and write in one native call
+                if not _WRITE(self._fd, self._id[0], self._id[1], data):
+                    self._open()  # closed or reused by the program: never written there
+                    if not _WRITE(self._fd, self._id[0], self._id[1], data):
+                        raise OSError(errno.EBADF, "the spool's descriptor was taken again")
+                return
             if not self._ours():  # closed or reused by the program: never write there
                 self._open()
-            data = text.encode("ascii")
             while data:
                 n = os.write(self._fd, data)
                 data = data[n:]

@@ -9,6 +9,8 @@ stays tracked exactly while the program holds it or any array made from it.
 Bytes are hashed again around the calls, over the views still alive (each memory range once):
 after a call, the views of the BOs it binds; before a call, those and the views it is passed
 and the overwritten ones not yet reported (`rehash`'s `only`; every view at a key's first call).
+The table indexes its views by BO, by address and by whether they are overwritten and not yet
+reported, so that this work is in the views a call can concern, not in all the program holds.
 What changed during call k was overwritten by call k (a view's `last_change`); what changed
 between two hashings otherwise the program wrote itself (through the view or the BO's
 mapping): a call changes no BO it does not bind. That becomes what the view is expected to show
@@ -26,6 +28,7 @@ Only the views' own memory (the BO mappings) is read: nothing is synced, written
 Callers hold the recorder's lock.
 """
 import bisect
+import sys
 import weakref
 
 import numpy as np
@@ -36,6 +39,7 @@ from ._holders import name_of, only_argument_lists
 from ._records import ViewRead, ViewReadRecord
 
 BLOCK = 4096      # bytes per block hash
+_AFTER_ANY = float("inf")  # sorts after every serial number: (address, _AFTER_ANY) bounds a key
 MAX_VIEWS = 4096  # views tracked at once (the oldest are dropped beyond)
 
 
@@ -68,19 +72,26 @@ def _address(arr):
 
 def block_hashes(arr, addr=None):
     """XXH3-64 of each BLOCK bytes of a C-contiguous array's memory (of all its bytes as one
-    block when it is not C-contiguous); addr: its data address when the caller has it."""
+    block when it is not C-contiguous), as the bytes of native uint64 values (8 per block: two
+    such texts are equal exactly when every block's hash is); addr: its data address when the
+    caller has it."""
     if _BLOCKS is not None:
         got = _BLOCKS(arr, BLOCK)  # None when not C-contiguous
         if got is not None:  # the same hashes, made in one native call
             STATS["bytes_hashed"] += arr.nbytes
-            return np.frombuffer(got, np.uint64)
+            return got
     if not arr.flags.c_contiguous:
-        return np.array([digest(bytes_of(arr))], np.uint64)
+        return np.array([digest(bytes_of(arr))], np.uint64).tobytes()
     if addr is not None:
         got = blocks_at(addr, arr.nbytes, BLOCK)
         if got is not None:
-            return got
-    return _blocks(arr.reshape(-1).view(np.uint8), BLOCK)
+            return got.tobytes()
+    return _blocks(arr.reshape(-1).view(np.uint8), BLOCK).tobytes()
+
+
+def hash_values(blocks):
+    """The block hashes (block_hashes' bytes) as a uint64 array."""
+    return np.frombuffer(blocks, np.uint64)
 
 
 def byte_span(arr):
@@ -95,20 +106,24 @@ def byte_span(arr):
 class View:
     """One output array the engine returned."""
 
-    def __init__(self, arr, call, slot, bo):
-        self.ref, self.id, self.call, self.slot, self.bo = weakref.ref(arr), id(arr), call, slot, bo
+    def __init__(self, arr, call, slot, bo, on_death=None):
+        """on_death: called with the weak reference once arr dies (ViewTable's, to drop it)."""
+        self.ref, self.id, self.call, self.slot, self.bo = weakref.ref(arr, on_death), id(arr), \
+            call, slot, bo
+        self.serial = 0  # its number in the ViewTable
         f = _FACTS(arr, BLOCK + 1) if _FACTS is not None else None
         if f is not None:  # its address and, for one block, its hash, in one native call
             self.addr, self.nbytes, self.contiguous = f[3], f[1], f[4]
         else:
             self.addr, self.nbytes = _address(arr), arr.nbytes
             self.contiguous = bool(arr.flags.c_contiguous)
+        # Block hashes (block_hashes' bytes, never changed in place: replaced when they change)
         if f is not None and f[4] and f[7] is not None and f[1] <= BLOCK:
             STATS["bytes_hashed"] += f[1]
-            self.orig = np.array((f[7],), np.uint64)
+            self.orig = f[7].to_bytes(8, sys.byteorder)
         else:  # what it showed when returned (or the program wrote)
             self.orig = block_hashes(arr, self.addr)
-        self.now = self.orig.copy()    # what it showed when last hashed
+        self.now = self.orig           # what it showed when last hashed
         self.last_change, self.by_host = 0, False
         self.stale_since, self.stale_key, self.stale_thread = 0, None, 0
         self.passed = {}               # id -> weak ref of arrays made from it passed to calls
@@ -127,29 +142,67 @@ class View:
         if not self.contiguous:
             return 0, 1
         lo, hi = byte_span(arr)
-        n = len(self.orig)
+        n = len(self.orig) // 8
         return (min(n, max(0, (lo - self.addr) // BLOCK)),
                 min(n, max(1, -(-(hi - self.addr) // BLOCK))))
 
 
 class ViewTable:
+    """The views tracked, indexed so that a call's work is in the views it can concern: by BO
+    (the views of the BOs a call binds), by address (`find`) and the overwritten views not yet
+    reported (`held`). A view whose array died is dropped at the next `prune` (its weak
+    reference's callback only notes its serial number: it runs wherever the program lets go of
+    the array)."""
+
     def __init__(self):
-        self.views = {}     # serial -> View
-        self._index = None  # the views by address (`find`), built again after views change
+        self.views = {}     # serial -> View, oldest first
         self.by_id = {}     # id(returned array) -> View
+        self.by_bo = {}     # id(BO) (0: not known) -> {serial: View}
+        self.stale = {}     # serial -> View overwritten (stale_since) and not reported (done)
         self.serial = 0
         self.arg_lists = {}  # (ns, bo_key) -> ids of the arguments of its latest call
+        self._dead = []      # serials of views whose array died (appended by weakref callbacks)
+        # The address index: (start, serial) sorted, and per entry (end, serial, View); the
+        # longest view's length (None: to be found again)
+        self._keys, self._spans, self._longest = [], [], 0
+
+    def _note_dead(self, serial):
+        dead = self._dead
+        return lambda ref: dead.append(serial)
+
+    def _drop(self, serial, v):
+        del self.views[serial]
+        if self.by_id.get(v.id) is v:
+            del self.by_id[v.id]
+        group = self.by_bo.get(v.bo)
+        if group is not None:
+            group.pop(serial, None)
+            if not group:
+                del self.by_bo[v.bo]
+        self.stale.pop(serial, None)
+        k = bisect.bisect_left(self._keys, (v.addr, serial))
+        if k < len(self._keys) and self._keys[k] == (v.addr, serial):
+            del self._keys[k], self._spans[k]
+        if self._longest is not None and v.nbytes >= self._longest:
+            self._longest = None
+
+    def prune(self):
+        """Drops the views whose array died."""
+        dead = self._dead
+        while dead:
+            serial = dead.pop()
+            v = self.views.get(serial)
+            if v is not None and v.ref() is None:
+                self._drop(serial, v)
 
     def alive(self):
-        """[(View, its array)] of the views still alive; forgets the others."""
+        """[(View, its array)] of the views still alive, oldest first; forgets the others."""
+        self.prune()
         out = []
-        for k, v in list(self.views.items()):
+        for serial, v in list(self.views.items()):
             arr = v.ref()
             if arr is None:
-                del self.views[k]
-                self._index = None
-                if self.by_id.get(v.id) is v:
-                    del self.by_id[v.id]
+                self._drop(serial, v)
             else:
                 out.append((v, arr))
         return out
@@ -160,22 +213,26 @@ class ViewTable:
         if not isinstance(arr, np.ndarray) or arr.size == 0:
             return None
         b = arr
+        by_id = self.by_id
         while isinstance(b, np.ndarray):
-            v = self.by_id.get(id(b))
+            v = by_id.get(id(b))
             if v is not None and v.ref() is b:
                 return v
             b = b.base
-        if not self.views:
+        keys = self._keys
+        if not keys:
             return None
         p = _address(arr) if addr is None else addr
-        index = self._index
-        if index is None:
-            index = self._index = self._by_address()
-        starts, spans, longest = index
+        longest = self._longest
+        if longest is None:
+            longest = self._longest = max(v.nbytes for v in self.views.values())
         # The views that start at or before p and less than the longest view's length before
         # it; of those holding p, the latest call's (the first returned among equals).
+        hi = bisect.bisect_right(keys, (p, _AFTER_ANY))
+        lo = bisect.bisect_right(keys, (p - longest, _AFTER_ANY), 0, hi)
         best = None
-        for k in range(bisect.bisect_right(starts, p - longest), bisect.bisect_right(starts, p)):
+        spans = self._spans
+        for k in range(lo, hi):
             end, serial, v = spans[k]
             if p < end and v.ref() is not None and \
                     (best is None or v.call > best[1].call or
@@ -183,11 +240,26 @@ class ViewTable:
                 best = (serial, v)
         return best[1] if best is not None else None
 
-    def _by_address(self):
-        """(start addresses sorted, [(end, serial, View)] in that order, the longest length)."""
-        order = sorted((v.addr, serial, v.addr + v.nbytes, v) for serial, v in self.views.items())
-        return ([o[0] for o in order], [(o[2], o[1], o[3]) for o in order],
-                max(v.nbytes for v in self.views.values()))
+    def _update(self, v, cur, call, key, wrote, thread):
+        """v's bytes hashed again (cur): what changed during call n (call > 0) that call
+        overwrote; what changed before a call (call 0) the program wrote itself."""
+        if cur != v.now:
+            if call:
+                v.last_change = call
+                v.by_host = bool((wrote or {}).get(v.bo, False))
+            else:  # the program's own writes: what the view is now expected to show
+                orig, c = hash_values(v.orig).copy(), hash_values(cur)
+                diff = c != hash_values(v.now)
+                orig[diff] = c[diff]
+                v.orig = orig.tobytes()
+            v.now = cur
+        if v.now == v.orig:
+            v.stale_since, v.stale_key = 0, None
+            self.stale.pop(v.serial, None)
+        elif call and not v.stale_since:
+            v.stale_since, v.stale_key, v.stale_thread = call, key, thread
+            if not v.done:
+                self.stale[v.serial] = v
 
     def rehash(self, call=0, key=None, wrote=None, thread=0, only=None):
         """Hashes the live views again. call 0: changes since the last hashing are the program's
@@ -200,28 +272,31 @@ class ViewTable:
         the program writes into them meanwhile is its own, whenever it is seen. Before a call
         (call 0) the overwritten views not yet reported are hashed too (what `held` reports),
         and views of no known BO always."""
+        if only is None:
+            todo = [v for v, _ in self.alive()]
+        else:
+            # The views of those BOs, of no known BO and, before a call, the overwritten ones
+            # not yet reported (the order does not matter: each view's update is its own)
+            self.prune()
+            by_bo = self.by_bo
+            picked = dict(by_bo.get(0, ()))
+            for b in only:
+                group = by_bo.get(b)
+                if group:
+                    picked.update(group)
+            if not call and self.stale:
+                picked.update(self.stale)
+            todo = picked.values()
         memo = {}
-        for v, arr in self.alive():
-            if only is not None and v.bo and v.bo not in only and \
-                    (call or v.done or not v.stale_since):
+        for v in todo:
+            arr = v.ref()
+            if arr is None:
                 continue
             region = (v.addr, v.nbytes, v.contiguous)
             cur = memo.get(region)
             if cur is None:
                 cur = memo[region] = block_hashes(arr, v.addr)
-            # (uint64 arrays of one length: equal bytes, equal elements)
-            if cur.tobytes() != v.now.tobytes():
-                if call:
-                    v.last_change = call
-                    v.by_host = bool((wrote or {}).get(v.bo, False))
-                else:
-                    diff = cur != v.now
-                    v.orig[diff] = cur[diff]
-                v.now = cur.copy()
-            if v.now.tobytes() == v.orig.tobytes():
-                v.stale_since, v.stale_key = 0, None
-            elif call and not v.stale_since:
-                v.stale_since, v.stale_key, v.stale_thread = call, key, thread
+            self._update(v, cur, call, key, wrote, thread)
 
     def note_returned(self, n, results, bos, out_set):
         """Tracks the output arrays call n returned (zero-copy views into its BOs)."""
@@ -238,21 +313,27 @@ class ViewTable:
                     id(r) in self.by_id and self.by_id[id(r)].ref() is r:
                 continue
             bo = id(bos[i]) if bos is not None and i < len(bos) else 0
-            v = View(r, n, i, bo)
             self.serial += 1
-            self.views[self.serial] = self.by_id[id(r)] = v
-            self._index = None
+            serial = self.serial
+            v = View(r, n, i, bo, self._note_dead(serial))
+            v.serial = serial
+            self.views[serial] = self.by_id[id(r)] = v
+            self.by_bo.setdefault(bo, {})[serial] = v
+            k = bisect.bisect_left(self._keys, (v.addr, serial))
+            self._keys.insert(k, (v.addr, serial))
+            self._spans.insert(k, (v.addr + v.nbytes, serial, v))
+            if self._longest is not None and v.nbytes > self._longest:
+                self._longest = v.nbytes
         while len(self.views) > MAX_VIEWS:
-            self._index = None
-            v = self.views.pop(next(iter(self.views)))
-            if self.by_id.get(v.id) is v:
-                del self.by_id[v.id]
+            serial = next(iter(self.views))
+            self._drop(serial, self.views[serial])
 
     def note_arguments(self, ns, key, inputs):
         self.arg_lists[(ns, key)] = tuple(map(id, inputs))
 
     def event(self, v, var, reader, read_call):
         v.done = True
+        self.stale.pop(getattr(v, "serial", None), None)
         return ViewReadRecord(ViewRead(var=var, reader=reader, read_call=read_call,
                                        captured_call=v.call, slot=v.slot,
                                        overwritten_by=v.last_change or v.call,
@@ -269,7 +350,7 @@ class ViewTable:
             if x is not v.ref():
                 v.note_passed(x)
             first, last = v.blocks_of(x)
-            if v.done or not written[i] or not (v.now[first:last] != v.orig[first:last]).any():
+            if v.done or not written[i] or v.now[8 * first:8 * last] == v.orig[8 * first:8 * last]:
                 continue
             var = name_of([x]) or "arg%d" % i
             events.append(self.event(v, var, "call %d (%s)" % (n, kernel), n))
@@ -281,8 +362,9 @@ class ViewTable:
         calls overwrote), or at exit (all)."""
         events = []
         lists = None  # the argument lists, once a view needs them
-        for v in list(self.views.values()):
-            if v.done or not v.stale_since or v.ref() is None or \
+        for serial in sorted(self.stale):  # the overwritten views not reported, oldest first
+            v = self.stale.get(serial)
+            if v is None or v.done or not v.stale_since or v.ref() is None or \
                     (not at_exit and (v.excused or v.stale_thread != thread or
                                       v.stale_key is not None and v.stale_key in running_keys)):
                 continue
