@@ -25,7 +25,6 @@
 // recorder's own spool file.
 #define Py_LIMITED_API 0x030B0000
 #include <Python.h>
-
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
