@@ -180,6 +180,47 @@ class Facts(unittest.TestCase):
                          '{"ns":"a","pool":"b","name":"c","index":1,"bytes":2,"first_call":3}')
 
 
+    def test_describe_gives_what_the_python_describe_gives(self):
+        from types import SimpleNamespace
+        from bo_doctor import _capture, _records, _views, _written
+        views = _views.ViewTable()
+        outs = [np.arange(64, dtype=np.float32), np.zeros((4, 8), np.uint16)]
+        views.note_returned(3, outs, [object(), object()], {0, 1})
+        args = arrays() + [outs[0], outs[1][1:], outs[1].T, outs[0][::2], [1.0, 2.0], None,
+                           np.zeros(64, np.float32), np.ones(80, np.uint8), 7]
+        rec = SimpleNamespace(views=views, host_hashes=_written.HostHashes())
+        n = len(args)
+        for statics in (set(), set(range(0, n, 2)), set(range(n))):
+            for new in (False, True):
+                for layer in (-1, 0, 12):
+                    def capture():
+                        c = _capture.CallCapture.__new__(_capture.CallCapture)
+                        c.args = SimpleNamespace(inputs=list(args), static=statics)
+                        c.new, c.labels = new, SimpleNamespace(layer=layer)
+                        c.arg_name = "arg%%d@L%d" % layer if layer >= 0 else "arg%d"
+                        c.shape_placeholder, c.arg_views = [None] * n, [None] * n
+                        return c
+                    native = capture()
+                    got = native.describe_all(rec)
+                    saved = _capture._DESCRIBE
+                    _capture._DESCRIBE = None
+                    try:
+                        python = capture()
+                        want = python.describe_all(rec)
+                    finally:
+                        _capture._DESCRIBE = saved
+                    what = (sorted(statics), new, layer)
+                    self.assertEqual([_records.reference_line(h) for h in got],
+                                     [_records.reference_line(h) for h in want], what)
+                    self.assertEqual(native.shape_placeholder, python.shape_placeholder, what)
+                    self.assertEqual([id(v) for v in native.arg_views],
+                                     [id(v) for v in python.arg_views], what)
+                    self.assertEqual(sum(v is not None for v in native.arg_views), 4)
+        with self.assertRaises(ZeroDivisionError):  # a callback's error is the caller's
+            NATIVE.describe([np.ones(4)], set(), False, 0, 1 << 20, lambda x, a: 1 / 0,
+                            _capture._dtype_info, {}, _capture._make_hostx, _records.Host)
+
+
 # Other interpreters a user's venv may run: BOD_TEST_PYTHONS (colon-separated paths), else
 # python3.10/3.12/3.13 on PATH or installed by pyenv; skipped where there are none.
 def other_pythons():

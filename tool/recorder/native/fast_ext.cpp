@@ -31,6 +31,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <unordered_map>
@@ -319,6 +320,59 @@ int attr_bool(PyObject* o, PyObject* name) {
   return r;
 }
 
+// What describe reads of an exact numpy.ndarray: its dtype and shape (new references), its
+// memory (the buffer is held until the object goes), flags and element count.
+struct ArrayFacts {
+  PyObject* dtype = nullptr;
+  PyObject* shape = nullptr;  // list of int
+  Py_buffer view{};
+  bool held = false;  // view holds a buffer
+  bool c_contig = false, zs = false;
+  long long size = 1;
+  ArrayFacts() = default;
+  ArrayFacts(const ArrayFacts&) = delete;
+  ArrayFacts& operator=(const ArrayFacts&) = delete;
+  ~ArrayFacts() {
+    Py_XDECREF(dtype);
+    Py_XDECREF(shape);
+    if (held) PyBuffer_Release(&view);
+  }
+  uintptr_t address() const { return reinterpret_cast<uintptr_t>(view.buf); }
+};
+
+// Reads x's facts; false (no error set) when x is not exactly a numpy.ndarray whose memory the
+// buffer protocol exposes, or numpy says something unexpected (the caller reads it in Python).
+bool read_facts(PyObject* x, ArrayFacts& f) {
+  if (!g_ndarray || reinterpret_cast<PyObject*>(Py_TYPE(x)) != g_ndarray) return false;
+  // No format asked for (numpy refuses one for datetimes and user dtypes such as bfloat16): the
+  // address, length and shape are all that is read of the buffer; strides come from the array,
+  // as describe reads them (numpy exports other strides for an array of 0 elements).
+  if (PyObject_GetBuffer(x, &f.view, PyBUF_STRIDES) != 0) {
+    PyErr_Clear();
+    return false;
+  }
+  f.held = true;
+  PyObject* flags = PyObject_GetAttr(x, g_flags_name);
+  PyObject* strides = PyObject_GetAttr(x, g_strides_name);
+  f.dtype = PyObject_GetAttr(x, g_dtype_name);
+  f.shape = PyList_New(f.view.ndim);
+  int c_contig = flags ? attr_bool(flags, g_c_contiguous_name) : -1;
+  bool ok = flags && f.dtype && strides && f.shape && c_contig >= 0 && PyTuple_Check(strides) &&
+            PyTuple_Size(strides) == f.view.ndim;
+  for (int i = 0; ok && i < f.view.ndim; ++i) {
+    PyObject* d = PyLong_FromSsize_t(f.view.shape[i]);
+    ok = d != nullptr && PyList_SetItem(f.shape, i, d) == 0;  // steals d
+    f.size *= f.view.shape[i];
+    if (f.view.shape[i] > 1 && PyLong_AsSsize_t(PyTuple_GetItem(strides, i)) == 0) f.zs = true;
+  }
+  if (PyErr_Occurred()) ok = false;  // a stride that is no int (numpy gives ints)
+  f.c_contig = c_contig > 0;
+  Py_XDECREF(strides);
+  Py_XDECREF(flags);
+  PyErr_Clear();
+  return ok;
+}
+
 // facts(x, limit) -> (dtype, nbytes, shape list, data address, c_contiguous, zero_strides,
 // size, trace hash or None), or None when x is not exactly a numpy.ndarray whose memory the
 // buffer protocol exposes (the caller then reads it the Python way).
@@ -326,56 +380,213 @@ PyObject* fast_facts(PyObject*, PyObject* args) {
   PyObject* x = nullptr;
   Py_ssize_t limit = 0;
   if (!PyArg_ParseTuple(args, "On", &x, &limit)) return nullptr;
-  if (!g_ndarray || reinterpret_cast<PyObject*>(Py_TYPE(x)) != g_ndarray) Py_RETURN_NONE;
-  Py_buffer v;
-  // No format asked for (numpy refuses one for datetimes and user dtypes such as bfloat16): the
-  // address, length and shape are all that is read of the buffer; strides come from the array,
-  // as describe reads them (numpy exports other strides for an array of 0 elements).
-  if (PyObject_GetBuffer(x, &v, PyBUF_STRIDES) != 0) {
-    PyErr_Clear();
-    Py_RETURN_NONE;
-  }
-  PyObject* out = nullptr;
-  PyObject* flags = PyObject_GetAttr(x, g_flags_name);
-  PyObject* dtype = PyObject_GetAttr(x, g_dtype_name);
-  PyObject* strides = PyObject_GetAttr(x, g_strides_name);
-  PyObject* shape = PyList_New(v.ndim);
-  int c_contig = flags ? attr_bool(flags, g_c_contiguous_name) : -1;
-  if (flags && dtype && strides && shape && c_contig >= 0 && PyTuple_Check(strides) &&
-      PyTuple_Size(strides) == v.ndim) {
-    bool zs = false, ok = true;
-    long long size = 1;
-    for (int i = 0; i < v.ndim && ok; ++i) {
-      PyObject* d = PyLong_FromSsize_t(v.shape[i]);
-      ok = d != nullptr && PyList_SetItem(shape, i, d) == 0;  // steals d
-      size *= v.shape[i];
-      if (v.shape[i] > 1 && PyLong_AsSsize_t(PyTuple_GetItem(strides, i)) == 0) zs = true;
-    }
-    if (PyErr_Occurred()) {  // a stride that is no int (numpy gives ints)
-      PyErr_Clear();
-      ok = false;
-    }
-    PyObject* h = nullptr;
-    if (!ok)
-      h = nullptr;
-    else if (c_contig && v.len < limit)
-      h = PyLong_FromUnsignedLongLong(bod::hash_bytes(v.buf, static_cast<size_t>(v.len)));
-    else
-      h = Py_NewRef(Py_None);
-    if (h)
-      out = Py_BuildValue("(OnOKOOLN)", dtype, v.len, shape,
-                          static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(v.buf)),
-                          c_contig ? Py_True : Py_False, zs ? Py_True : Py_False, size, h);
-  }
-  Py_XDECREF(shape);
-  Py_XDECREF(strides);
-  Py_XDECREF(dtype);
-  Py_XDECREF(flags);
-  PyBuffer_Release(&v);
+  ArrayFacts f;
+  if (!read_facts(x, f)) Py_RETURN_NONE;
+  PyObject* h = nullptr;
+  if (f.c_contig && f.view.len < limit)
+    h = PyLong_FromUnsignedLongLong(bod::hash_bytes(f.view.buf, static_cast<size_t>(f.view.len)));
+  else
+    h = Py_NewRef(Py_None);
+  PyObject* out =
+      h ? Py_BuildValue("(OnOKOOLN)", f.dtype, f.view.len, f.shape,
+                        static_cast<unsigned long long>(f.address()),
+                        f.c_contig ? Py_True : Py_False, f.zs ? Py_True : Py_False, f.size, h)
+        : nullptr;
   if (!out) {
     PyErr_Clear();
     Py_RETURN_NONE;
   }
+  return out;
+}
+
+// --- describe: the host side of a call's arguments (_capture.py `describe`) -------------------
+
+// Interned texts describe writes (made at module init)
+PyObject* g_view_text = nullptr;
+PyObject* g_placeholder_text = nullptr;
+PyObject* g_tensor_text = nullptr;
+PyObject* g_var_text = nullptr;
+PyObject* g_i8_text = nullptr;
+PyObject* g_call_name = nullptr;
+PyObject* g_slot_name = nullptr;
+
+// dtype -> (trace name or None, str(dtype), hasobject), as the recorder's dtype_info gave it;
+// both held. Dropped all at once beyond kMaxDtypes.
+std::unordered_map<PyObject*, PyObject*> g_dtype_infos;
+constexpr size_t kMaxDtypes = 4096;
+
+// The (trace name or None, str(dtype), hasobject) of a dtype (borrowed), through dtype_info
+// once per dtype object; nullptr with an error set.
+PyObject* dtype_info_of(PyObject* dtype, PyObject* dtype_info) {
+  auto it = g_dtype_infos.find(dtype);
+  if (it != g_dtype_infos.end()) return it->second;
+  PyObject* info = PyObject_CallFunctionObjArgs(dtype_info, dtype, nullptr);
+  if (!info) return nullptr;
+  if (!PyTuple_Check(info) || PyTuple_Size(info) != 3) {
+    Py_DECREF(info);
+    PyErr_SetString(PyExc_TypeError, "describe: dtype_info must give a 3-tuple");
+    return nullptr;
+  }
+  if (g_dtype_infos.size() >= kMaxDtypes) {
+    std::vector<std::pair<PyObject*, PyObject*>> held(g_dtype_infos.begin(), g_dtype_infos.end());
+    g_dtype_infos.clear();
+    for (auto& kv : held) {
+      Py_DECREF(kv.first);
+      Py_DECREF(kv.second);
+    }
+  }
+  Py_INCREF(dtype);
+  g_dtype_infos.emplace(dtype, info);
+  return info;
+}
+
+struct DescribeArgs {
+  PyObject* statics;     // the call's static slots (a set)
+  bool is_new;           // the key's first call
+  long layer;            // the bo_key's layer, or -1
+  Py_ssize_t limit;      // arrays below this many bytes are hashed here
+  PyObject* find;        // ViewTable.find, or None when no view is tracked
+  PyObject* dtype_info;  // dtype -> (trace name or None, str(dtype), hasobject)
+  PyObject* hostx;       // dict (numpy dtype name, c_contiguous, zero_strides) -> HostX
+  PyObject* make_hostx;  // (numpy dtype name, c_contiguous, zero_strides) -> HostX, kept
+  PyObject* host_cls;    // _records.Host
+};
+
+// The Host of argument i (a new reference), with its placeholder shape and View; Py_None when
+// the Python describe must do it (not an exact ndarray, an object dtype, a static array at its
+// key's first call that may be an all-zero placeholder, one to hash in Python); nullptr with
+// an error set when a callback raised.
+PyObject* describe_one(const DescribeArgs& d, PyObject* x, Py_ssize_t i, bool* placeholder,
+                       PyObject** view_out, unsigned long long* hashed) {
+  ArrayFacts f;
+  if (!read_facts(x, f)) Py_RETURN_NONE;
+  PyObject* info = dtype_info_of(f.dtype, d.dtype_info);  // borrowed
+  if (!info) return nullptr;
+  int hasobject = PyObject_IsTrue(PyTuple_GetItem(info, 2));
+  if (hasobject != 0) {
+    if (hasobject < 0) return nullptr;
+    Py_RETURN_NONE;
+  }
+  const Py_ssize_t nbytes = f.view.len;
+  if (!f.c_contig || nbytes >= d.limit) Py_RETURN_NONE;  // hashed by HostHashes (tracked)
+  *placeholder = f.size == 0 || f.zs;
+  PyObject* view = nullptr;  // new reference, or nullptr: none
+  if (d.find != Py_None && f.size != 0) {
+    view = PyObject_CallFunction(d.find, "OK", x, static_cast<unsigned long long>(f.address()));
+    if (!view) return nullptr;
+    if (view == Py_None) Py_CLEAR(view);
+  }
+  PyObject *source = nullptr, *name = nullptr, *view_call = nullptr;  // source borrowed
+  if (view) {
+    PyObject* call = PyObject_GetAttr(view, g_call_name);
+    PyObject* slot = call ? PyObject_GetAttr(view, g_slot_name) : nullptr;
+    if (slot) name = PyUnicode_FromFormat("view of call %S slot %S", call, slot);
+    Py_XDECREF(slot);
+    if (!name) {
+      Py_XDECREF(call);
+      Py_DECREF(view);
+      return nullptr;
+    }
+    source = g_view_text;
+    view_call = call;
+  } else {
+    PyObject* idx = PyLong_FromSsize_t(i);
+    int is_static = idx ? PySet_Contains(d.statics, idx) : -1;
+    Py_XDECREF(idx);
+    if (is_static < 0) return nullptr;
+    if (*placeholder)
+      source = g_placeholder_text;
+    else if (is_static && d.is_new && nbytes >= 64)
+      Py_RETURN_NONE;  // maybe an all-zero placeholder: the Python describe reads its bytes
+    else
+      source = is_static ? g_tensor_text : g_var_text;
+    name = d.layer >= 0 ? PyUnicode_FromFormat("arg%zd@L%ld", i, d.layer)
+                        : PyUnicode_FromFormat("arg%zd", i);
+    view_call = PyLong_FromLong(0);
+    if (!name || !view_call) {
+      Py_XDECREF(name);
+      Py_XDECREF(view_call);
+      return nullptr;
+    }
+  }
+  char hex[17];
+  std::snprintf(
+      hex, sizeof hex, "%016llx",
+      static_cast<unsigned long long>(bod::hash_bytes(f.view.buf, static_cast<size_t>(nbytes))));
+  PyObject* numpy_name = PyTuple_GetItem(info, 1);  // borrowed
+  PyObject* trace_name = PyTuple_GetItem(info, 0);
+  PyObject* key = Py_BuildValue("(OOO)", numpy_name, f.c_contig ? Py_True : Py_False,
+                                f.zs ? Py_True : Py_False);
+  PyObject* hx = key ? PyDict_GetItemWithError(d.hostx, key) : nullptr;  // borrowed
+  if (hx)
+    Py_INCREF(hx);
+  else if (key && !PyErr_Occurred())
+    hx = PyObject_CallObject(d.make_hostx, key);
+  Py_XDECREF(key);
+  PyObject* h = PyUnicode_FromStringAndSize(hex, 16);
+  PyObject* n = PyLong_FromSsize_t(nbytes);
+  PyObject* shape = nullptr;
+  if (trace_name == Py_None)  // a dtype the format has no name for: described as its bytes
+    shape = n ? Py_BuildValue("[O]", n) : nullptr;
+  else
+    shape = Py_NewRef(f.shape);
+  PyObject* host = nullptr;
+  if (hx && h && n && shape)
+    host = PyObject_CallFunctionObjArgs(d.host_cls, shape,
+                                        trace_name == Py_None ? g_i8_text : trace_name, n, h,
+                                        source, name, view_call, hx, nullptr);
+  Py_XDECREF(shape);
+  Py_XDECREF(n);
+  Py_XDECREF(h);
+  Py_XDECREF(hx);
+  Py_DECREF(name);
+  Py_DECREF(view_call);
+  if (!host) {
+    Py_XDECREF(view);
+    return nullptr;
+  }
+  *hashed += static_cast<unsigned long long>(nbytes);
+  *view_out = view;  // (the reference passes to the caller)
+  return host;
+}
+
+// describe(inputs, static, new, layer, limit, find, dtype_info, hostx, make_hostx, Host) ->
+// (hosts, placeholder shapes, views, bytes hashed): for each argument its Host (None where the
+// Python describe does it), whether its shape is a placeholder's and the View it is (None).
+PyObject* fast_describe(PyObject*, PyObject* args) {
+  PyObject* inputs = nullptr;
+  DescribeArgs d{};
+  int is_new = 0;
+  if (!PyArg_ParseTuple(args, "O!O!plnOOO!OO", &PyList_Type, &inputs, &PySet_Type, &d.statics,
+                        &is_new, &d.layer, &d.limit, &d.find, &d.dtype_info, &PyDict_Type, &d.hostx,
+                        &d.make_hostx, &d.host_cls))
+    return nullptr;
+  d.is_new = is_new != 0;
+  const Py_ssize_t n = PyList_Size(inputs);
+  PyObject* hosts = PyList_New(n);
+  PyObject* shapes = PyList_New(n);
+  PyObject* views = PyList_New(n);
+  unsigned long long hashed = 0;
+  bool ok = hosts && shapes && views;
+  for (Py_ssize_t i = 0; ok && i < n; ++i) {
+    PyObject* x = PyList_GetItem(inputs, i);  // borrowed; held while callbacks run
+    Py_XINCREF(x);
+    bool placeholder = false;
+    PyObject* view = nullptr;
+    PyObject* host = x ? describe_one(d, x, i, &placeholder, &view, &hashed) : nullptr;
+    Py_XDECREF(x);
+    if (!host) {
+      ok = false;
+      break;
+    }
+    PyList_SetItem(hosts, i, host);  // steals
+    PyList_SetItem(shapes, i, PyBool_FromLong(placeholder && host != Py_None));
+    PyList_SetItem(views, i, view ? view : Py_NewRef(Py_None));
+  }
+  PyObject* out = ok ? Py_BuildValue("(OOOK)", hosts, shapes, views, hashed) : nullptr;
+  Py_XDECREF(hosts);
+  Py_XDECREF(shapes);
+  Py_XDECREF(views);
   return out;
 }
 
@@ -496,7 +707,7 @@ PyObject* fast_set_ndarray(PyObject*, PyObject* cls) {
 
 // The version of this module's functions; _fast.py loads only the one it was written for.
 PyObject* fast_api_version(PyObject*, PyObject*) {
-  return PyLong_FromLong(3);  // 2: block_hashes; 3: write, register(..., frozen)
+  return PyLong_FromLong(3);  // 2: block_hashes; 3: write, register(..., frozen), describe
 }
 
 PyMethodDef kMethods[] = {
@@ -505,6 +716,9 @@ PyMethodDef kMethods[] = {
      "facts(x, limit) -> (dtype, nbytes, shape, address, c_contiguous, zero_strides, size, "
      "hash or None) of an exact numpy.ndarray, else None"},
     {"set_ndarray", fast_set_ndarray, METH_O, "set_ndarray(numpy.ndarray)"},
+    {"describe", fast_describe, METH_VARARGS,
+     "describe(inputs, static, new, layer, limit, find, dtype_info, hostx, make_hostx, Host) -> "
+     "(hosts, placeholder shapes, views, bytes hashed)"},
     {"hash_buffer", fast_hash_buffer, METH_VARARGS,
      "hash_buffer(obj, limit) -> (trace hash, bytes hashed) of a contiguous buffer, else None"},
     {"block_hashes", fast_block_hashes, METH_VARARGS,
@@ -533,9 +747,11 @@ PyModuleDef kModule = {PyModuleDef_HEAD_INIT,
 }  // namespace
 
 PyMODINIT_FUNC PyInit__bod_fast() {
-  PyObject** names[] = {&g_dict_name, &g_flags_name, &g_dtype_name, &g_strides_name,
-                        &g_c_contiguous_name};
-  const char* texts[] = {"__dict__", "flags", "dtype", "strides", "c_contiguous"};
+  PyObject** names[] = {&g_dict_name,         &g_flags_name, &g_dtype_name,       &g_strides_name,
+                        &g_c_contiguous_name, &g_view_text,  &g_placeholder_text, &g_tensor_text,
+                        &g_var_text,          &g_i8_text,    &g_call_name,        &g_slot_name};
+  const char* texts[] = {"__dict__",    "flags",  "dtype", "strides", "c_contiguous", "view",
+                         "placeholder", "tensor", "var",   "i8",      "call",         "slot"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i)
     if (!*names[i] && !(*names[i] = PyUnicode_InternFromString(texts[i]))) return nullptr;
   return PyModule_Create(&kModule);

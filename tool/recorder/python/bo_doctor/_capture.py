@@ -40,6 +40,16 @@ def _native_facts():
 
 
 _FACTS = _native_facts()
+
+
+def _native_describe():
+    """The native `describe` (_fast.py), or None."""
+    from . import _fast
+    m = _fast.module()
+    return m.describe if m is not None else None
+
+
+_DESCRIBE = _native_describe()
 # With the native serializer a Host's JSON text is never used: describe keeps none (a HostX,
 # never changed once made, is shared per value).
 _NATIVE_LINES = _records_native is not None
@@ -71,6 +81,22 @@ def _dtype_names(dt):
         except TypeError:
             pass
     return got
+
+
+def _dtype_info(dt):
+    """(trace name or None, str(dtype), hasobject) of a dtype: what the native describe asks
+    once per dtype object."""
+    names = _dtype_names(dt)
+    return names[0], names[1], bool(dt.hasobject)
+
+
+def _make_hostx(numpy_dtype, c_contiguous, zero_strides):
+    """A HostX, kept per value in _HOSTX (the native describe looks there first)."""
+    if len(_HOSTX) >= 4096:
+        _HOSTX.clear()
+    hx = _HOSTX[(numpy_dtype, c_contiguous, zero_strides)] = HostX(numpy_dtype, c_contiguous,
+                                                                  zero_strides)
+    return hx
 
 
 def dtype_name(arr):
@@ -253,7 +279,7 @@ class CallCapture:
         # is_placeholder of each argument as describe read it (None: not read)
         self.shape_placeholder = [None] * n_args
         b0 = STATS["bytes_hashed"]
-        self.hosts = [self.describe(rec, i, x) for i, x in enumerate(a.inputs)]
+        self.hosts = self.describe_all(rec)
         STATS["hashed_host"] += STATS["bytes_hashed"] - b0
         # Bytes the program wrote itself since the last call: in the views this call can
         # overwrite (of its BOs), reads (its arguments) or report held (overwritten ones); the
@@ -344,6 +370,30 @@ class CallCapture:
         layer = self.labels.layer
         return "arg%d@L%d" % (i, layer) if layer >= 0 else "arg%d" % i
 
+    def describe_all(self, rec):
+        """The hosts of all the call's arguments: in one native call (_fast.py), which leaves to
+        `describe` what it does not do exactly as describe does (not an exact ndarray, an object
+        dtype, an array hashed with write tracking, a static array at its key's first call);
+        else each by `describe`."""
+        a = self.args
+        inputs, layer = a.inputs, self.labels.layer
+        if _DESCRIBE is None or not _NATIVE_LINES or _hashing._lib is None or \
+                type(a.static) is not set or type(layer) is not int or \
+                not -(1 << 62) < layer < 1 << 62:
+            return [self.describe(rec, i, x) for i, x in enumerate(inputs)]
+        views = rec.views
+        hosts, shapes, found, hashed = _DESCRIBE(
+            inputs, a.static, bool(self.new), layer, MIN_TRACKED,
+            views.find if views.views else None, _dtype_info, _HOSTX, _make_hostx, Host)
+        STATS["bytes_hashed"] += hashed
+        for i, h in enumerate(hosts):
+            if h is None:
+                hosts[i] = self.describe(rec, i, inputs[i])
+            else:
+                self.shape_placeholder[i] = shapes[i]
+                self.arg_views[i] = found[i]
+        return hosts
+
     def describe(self, rec, i, x):
         """The host side of slot i (§6 `host`). An argument that is no array of plain data
         (None, an object array, something numpy cannot take) is described as 0 bytes named
@@ -403,12 +453,9 @@ class CallCapture:
         else:
             h = rec.host_hashes.hash(arr, addr)
         if _NATIVE_LINES:  # the native serializer writes the fields: no text kept per value
-            hk = (names[1], cc, zs)
-            hx = _HOSTX.get(hk)
+            hx = _HOSTX.get((names[1], cc, zs))
             if hx is None:
-                if len(_HOSTX) >= 4096:
-                    _HOSTX.clear()
-                hx = _HOSTX[hk] = HostX(names[1], cc, zs)
+                hx = _make_hostx(names[1], cc, zs)
             return Host(shape, dtype, int(nbytes), h, source, name, view, hx)
         # Everything but the hash is kept as JSON text per value: the host's text is then that
         # text around its hash (host_text; _records.py writes it, as it would write the host).
