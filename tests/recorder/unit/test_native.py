@@ -216,8 +216,13 @@ class Facts(unittest.TestCase):
                     self.assertEqual([id(v) for v in native.arg_views],
                                      [id(v) for v in python.arg_views], what)
                     self.assertEqual(sum(v is not None for v in native.arg_views), 4)
-        with self.assertRaises(ZeroDivisionError):  # a callback's error is the caller's
-            NATIVE.describe([np.ones(4)], set(), False, 0, 1 << 20, lambda x, a: 1 / 0,
+        class Broken:
+            @property
+            def by_id(self):
+                return 1 / 0
+
+        with self.assertRaises(ZeroDivisionError):  # an error reading the table is the caller's
+            NATIVE.describe([np.ones(4)], set(), False, 0, 1 << 20, Broken(),
                             _capture._dtype_info, {}, _capture._make_hostx, _records.Host)
 
 

@@ -229,6 +229,17 @@ class Index(unittest.TestCase):
                 best = (serial, v)
         return best[1] if best is not None else None
 
+    def native_find(self, table, arr):
+        """The view the native describe finds for arr (table.find's where there is no native
+        module)."""
+        from bo_doctor import _capture, _fast, _records
+        m = _fast.module()
+        if m is None or not arr.size:
+            return table.find(arr)
+        got = m.describe([arr], set(), False, -1, 1 << 20, table if table.views else None,
+                         _capture._dtype_info, {}, _capture._make_hostx, _records.Host)
+        return got[2][0]
+
     def test_find_and_rehash_agree_with_a_walk_over_every_view(self):
         from bo_doctor import _views
         rng = np.random.default_rng(7)
@@ -256,9 +267,12 @@ class Index(unittest.TestCase):
                 k = int(rng.integers(len(memory)))
                 i = int(rng.integers(memory[k].size))
                 probe = memory[k][i:i + 1]
-                self.assertIs(table.find(probe), self.brute_find(table, probe), (n, k, i))
+                want = self.brute_find(table, probe)
+                self.assertIs(table.find(probe), want, (n, k, i))
+                self.assertIs(self.native_find(table, probe), want, (n, k, i))
             for h in held[-3:]:
                 self.assertIs(table.find(h), self.brute_find(table, h))
+                self.assertIs(self.native_find(table, h), self.brute_find(table, h))
             table.prune()
             live = {s for s, v in table.views.items() if v.ref() is not None}
             self.assertEqual(set(table.views), live)

@@ -236,8 +236,7 @@ bool put(std::string& out, PyObject* v, int depth) {
     }
     const size_t from = out.size();
     if (!put_fields(out, v, it->second.fields, depth)) return false;
-    Py_INCREF(v);
-    g_texts.emplace(v, out.substr(from));
+    if (g_texts.emplace(v, out.substr(from)).second) Py_INCREF(v);
     return true;
   }
   if (PyDict_CheckExact(v)) return put_dict(out, v, depth);
@@ -266,10 +265,10 @@ void drop_texts() {
 }
 
 PyObject* fast_line(PyObject*, PyObject* record) {
-  thread_local std::string out;
   // Before writing, so that nothing is freed while a line is being written
   if (g_texts.size() >= kMaxTexts) drop_texts();
-  out.clear();
+  std::string out;  // (its own: a line() the collector runs meanwhile writes its own)
+  out.reserve(8192);
 
   if (!put(out, record, 0)) Py_RETURN_NONE;
   return PyUnicode_FromStringAndSize(out.data(), static_cast<Py_ssize_t>(out.size()));
@@ -352,20 +351,23 @@ bool read_facts(PyObject* x, ArrayFacts& f) {
     return false;
   }
   f.held = true;
+  // Each step only once the ones before it worked (no call made with an error pending)
   PyObject* flags = PyObject_GetAttr(x, g_flags_name);
-  PyObject* strides = PyObject_GetAttr(x, g_strides_name);
-  f.dtype = PyObject_GetAttr(x, g_dtype_name);
-  f.shape = PyList_New(f.view.ndim);
-  int c_contig = flags ? attr_bool(flags, g_c_contiguous_name) : -1;
-  bool ok = flags && f.dtype && strides && f.shape && c_contig >= 0 && PyTuple_Check(strides) &&
-            PyTuple_Size(strides) == f.view.ndim;
+  PyObject* strides = flags ? PyObject_GetAttr(x, g_strides_name) : nullptr;
+  f.dtype = strides ? PyObject_GetAttr(x, g_dtype_name) : nullptr;
+  f.shape = f.dtype ? PyList_New(f.view.ndim) : nullptr;
+  int c_contig = f.shape ? attr_bool(flags, g_c_contiguous_name) : -1;
+  bool ok = c_contig >= 0 && PyTuple_Check(strides) && PyTuple_Size(strides) == f.view.ndim;
   for (int i = 0; ok && i < f.view.ndim; ++i) {
     PyObject* d = PyLong_FromSsize_t(f.view.shape[i]);
     ok = d != nullptr && PyList_SetItem(f.shape, i, d) == 0;  // steals d
     f.size *= f.view.shape[i];
-    if (f.view.shape[i] > 1 && PyLong_AsSsize_t(PyTuple_GetItem(strides, i)) == 0) f.zs = true;
+    if (ok && f.view.shape[i] > 1) {
+      Py_ssize_t st = PyLong_AsSsize_t(PyTuple_GetItem(strides, i));
+      if (st == -1 && PyErr_Occurred()) ok = false;  // a stride that is no int (numpy gives ints)
+      if (st == 0) f.zs = true;
+    }
   }
-  if (PyErr_Occurred()) ok = false;  // a stride that is no int (numpy gives ints)
   f.c_contig = c_contig > 0;
   Py_XDECREF(strides);
   Py_XDECREF(flags);
@@ -415,11 +417,11 @@ PyObject* g_slot_name = nullptr;
 std::unordered_map<PyObject*, PyObject*> g_dtype_infos;
 constexpr size_t kMaxDtypes = 4096;
 
-// The (trace name or None, str(dtype), hasobject) of a dtype (borrowed), through dtype_info
-// once per dtype object; nullptr with an error set.
+// The (trace name or None, str(dtype), hasobject) of a dtype (a new reference), through
+// dtype_info once per dtype object; nullptr with an error set.
 PyObject* dtype_info_of(PyObject* dtype, PyObject* dtype_info) {
   auto it = g_dtype_infos.find(dtype);
-  if (it != g_dtype_infos.end()) return it->second;
+  if (it != g_dtype_infos.end()) return Py_NewRef(it->second);
   PyObject* info = PyObject_CallFunctionObjArgs(dtype_info, dtype, nullptr);
   if (!info) return nullptr;
   if (!PyTuple_Check(info) || PyTuple_Size(info) != 3) {
@@ -436,8 +438,171 @@ PyObject* dtype_info_of(PyObject* dtype, PyObject* dtype_info) {
     }
   }
   Py_INCREF(dtype);
-  g_dtype_infos.emplace(dtype, info);
+  g_dtype_infos.emplace(dtype, Py_NewRef(info));
   return info;
+}
+
+PyObject* g_by_id_name = nullptr;
+PyObject* g_keys_name = nullptr;
+PyObject* g_spans_name = nullptr;
+PyObject* g_longest_name = nullptr;
+PyObject* g_ref_name = nullptr;
+PyObject* g_base_name = nullptr;
+PyObject* g_find_name = nullptr;
+
+// What v.ref() gives (a new reference; Py_None when its array died), nullptr on error.
+PyObject* referent(PyObject* v) {
+  PyObject* ref = PyObject_GetAttr(v, g_ref_name);
+  if (!ref) return nullptr;
+  PyObject* r = PyObject_CallNoArgs(ref);
+  Py_DECREF(ref);
+  return r;
+}
+
+// An address or end held by a Python int; false (no error set) when it holds none.
+bool address_of(PyObject* o, unsigned long long* out) {
+  *out = PyLong_AsUnsignedLongLong(o);
+  if (*out == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
+    PyErr_Clear();
+    return false;
+  }
+  return true;
+}
+
+// The View x (an exact ndarray of at least one element at address p) is, is made from or lies
+// in the memory of, as ViewTable.find gives it, read from the table's indexes (_views.py): a
+// new reference (Py_None: none), nullptr with an error set. Where an index is not as expected
+// (the longest view's length not known, an entry that is no address), the table's find answers.
+PyObject* find_view(PyObject* table, PyObject* x, uintptr_t p) {
+  PyObject* by_id = PyObject_GetAttr(table, g_by_id_name);
+  if (!by_id) return nullptr;
+  if (!PyDict_Check(by_id)) {  // not as expected: the table's own way
+    Py_DECREF(by_id);
+    return PyObject_CallMethodObjArgs(table, g_find_name, x, nullptr);
+  }
+  // The array, or an array it is made from, as a call returned it
+  PyObject* b = Py_NewRef(x);
+  PyObject* found = nullptr;
+  bool failed = false;
+  while (!failed) {
+    int is_array = PyObject_IsInstance(b, g_ndarray);
+    if (is_array <= 0) {
+      failed = is_array < 0;
+      break;
+    }
+    PyObject* id = PyLong_FromVoidPtr(b);
+    PyObject* v = id ? PyDict_GetItemWithError(by_id, id) : nullptr;  // borrowed
+    Py_XDECREF(id);
+    if (v) {
+      PyObject* r = referent(v);
+      if (!r) failed = true;
+      if (r == b) found = Py_NewRef(v);
+      Py_XDECREF(r);
+    } else if (PyErr_Occurred()) {
+      failed = true;
+    }
+    if (found || failed) break;
+    PyObject* base = PyObject_GetAttr(b, g_base_name);
+    Py_DECREF(b);
+    b = base;
+    if (!b) failed = true;
+  }
+  Py_XDECREF(b);
+  Py_DECREF(by_id);
+  if (failed) {
+    Py_XDECREF(found);
+    return nullptr;
+  }
+  if (found) return found;
+  PyObject* keys = PyObject_GetAttr(table, g_keys_name);
+  PyObject* spans = keys ? PyObject_GetAttr(table, g_spans_name) : nullptr;
+  PyObject* longest = spans ? PyObject_GetAttr(table, g_longest_name) : nullptr;
+  PyObject* out = nullptr;
+  unsigned long long span = 0;
+  if (!longest) {
+    // an error: passed on
+  } else if (!PyList_CheckExact(keys) || !PyList_CheckExact(spans) ||
+             PyList_Size(keys) != PyList_Size(spans) || !address_of(longest, &span)) {
+    out = PyObject_CallMethodObjArgs(table, g_find_name, x, nullptr);  // the table's own way
+  } else {
+    // The views that start at or before p and less than the longest view's length before it
+    // (keys: (start, serial), sorted); of those holding p, the latest call's, the first
+    // returned among equals.
+    const Py_ssize_t n = PyList_Size(keys);
+    bool bad = false;
+    auto first_above = [&](unsigned long long at) {  // the first key whose start is above at
+      Py_ssize_t lo = 0, hi = n;
+      while (lo < hi && !bad) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        PyObject* k = PyList_GetItem(keys, mid);
+        unsigned long long start = 0;
+        if (!PyTuple_Check(k) || PyTuple_Size(k) != 2 || !address_of(PyTuple_GetItem(k, 0), &start))
+          bad = true;
+        else if (start <= at)
+          lo = mid + 1;
+        else
+          hi = mid;
+      }
+      return lo;
+    };
+    const Py_ssize_t hi = first_above(p);
+    const Py_ssize_t lo = p >= span ? first_above(p - span) : 0;  // else every view from the first
+    PyObject* best = nullptr;                                     // borrowed from spans
+    long long best_serial = 0;
+    bool error = false;
+    for (Py_ssize_t k = lo; !bad && !error && k < hi; ++k) {
+      PyObject* e = PyList_GetItem(spans, k);
+      unsigned long long end = 0;
+      if (!PyTuple_Check(e) || PyTuple_Size(e) != 3 || !address_of(PyTuple_GetItem(e, 0), &end)) {
+        bad = true;
+        break;
+      }
+      if (p >= end) continue;
+      long long serial = PyLong_AsLongLong(PyTuple_GetItem(e, 1));
+      if (serial == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        bad = true;
+        break;
+      }
+      PyObject* v = PyTuple_GetItem(e, 2);
+      PyObject* r = referent(v);
+      if (!r) {
+        error = true;
+        break;
+      }
+      bool alive = r != Py_None;
+      Py_DECREF(r);
+      if (!alive) continue;
+      bool better = best == nullptr;
+      if (!better) {
+        PyObject* call = PyObject_GetAttr(v, g_call_name);
+        PyObject* best_call = call ? PyObject_GetAttr(best, g_call_name) : nullptr;
+        int gt = best_call ? PyObject_RichCompareBool(call, best_call, Py_GT) : -1;
+        int eq = gt == 0 ? PyObject_RichCompareBool(call, best_call, Py_EQ) : 0;
+        Py_XDECREF(call);
+        Py_XDECREF(best_call);
+        if (gt < 0 || eq < 0) {
+          error = true;
+          break;
+        }
+        better = gt == 1 || (eq == 1 && serial < best_serial);
+      }
+      if (better) {
+        best = v;
+        best_serial = serial;
+      }
+    }
+    if (error)
+      out = nullptr;
+    else if (bad)
+      out = PyObject_CallMethodObjArgs(table, g_find_name, x, nullptr);
+    else
+      out = Py_NewRef(best ? best : Py_None);
+  }
+  Py_XDECREF(longest);
+  Py_XDECREF(spans);
+  Py_XDECREF(keys);
+  return out;
 }
 
 struct DescribeArgs {
@@ -445,12 +610,16 @@ struct DescribeArgs {
   bool is_new;           // the key's first call
   long layer;            // the bo_key's layer, or -1
   Py_ssize_t limit;      // arrays below this many bytes are hashed here
-  PyObject* find;        // ViewTable.find, or None when no view is tracked
+  PyObject* views;       // the ViewTable, or None when it tracks no view
   PyObject* dtype_info;  // dtype -> (trace name or None, str(dtype), hasobject)
   PyObject* hostx;       // dict (numpy dtype name, c_contiguous, zero_strides) -> HostX
   PyObject* make_hostx;  // (numpy dtype name, c_contiguous, zero_strides) -> HostX, kept
   PyObject* host_cls;    // _records.Host
 };
+
+PyObject* describe_array(const DescribeArgs& d, PyObject* x, Py_ssize_t i, const ArrayFacts& f,
+                         PyObject* info, bool* placeholder, PyObject** view_out,
+                         unsigned long long* hashed);
 
 // The Host of argument i (a new reference), with its placeholder shape and View; Py_None when
 // the Python describe must do it (not an exact ndarray, an object dtype, a static array at its
@@ -460,8 +629,17 @@ PyObject* describe_one(const DescribeArgs& d, PyObject* x, Py_ssize_t i, bool* p
                        PyObject** view_out, unsigned long long* hashed) {
   ArrayFacts f;
   if (!read_facts(x, f)) Py_RETURN_NONE;
-  PyObject* info = dtype_info_of(f.dtype, d.dtype_info);  // borrowed
+  PyObject* info = dtype_info_of(f.dtype, d.dtype_info);  // a new reference
   if (!info) return nullptr;
+  PyObject* host = describe_array(d, x, i, f, info, placeholder, view_out, hashed);
+  Py_DECREF(info);
+  return host;
+}
+
+// describe_one's work once the dtype's (trace name or None, str(dtype), hasobject) is known
+PyObject* describe_array(const DescribeArgs& d, PyObject* x, Py_ssize_t i, const ArrayFacts& f,
+                         PyObject* info, bool* placeholder, PyObject** view_out,
+                         unsigned long long* hashed) {
   int hasobject = PyObject_IsTrue(PyTuple_GetItem(info, 2));
   if (hasobject != 0) {
     if (hasobject < 0) return nullptr;
@@ -471,8 +649,8 @@ PyObject* describe_one(const DescribeArgs& d, PyObject* x, Py_ssize_t i, bool* p
   if (!f.c_contig || nbytes >= d.limit) Py_RETURN_NONE;  // hashed by HostHashes (tracked)
   *placeholder = f.size == 0 || f.zs;
   PyObject* view = nullptr;  // new reference, or nullptr: none
-  if (d.find != Py_None && f.size != 0) {
-    view = PyObject_CallFunction(d.find, "OK", x, static_cast<unsigned long long>(f.address()));
+  if (d.views != Py_None && f.size != 0) {
+    view = find_view(d.views, x, f.address());
     if (!view) return nullptr;
     if (view == Py_None) Py_CLEAR(view);
   }
@@ -550,7 +728,7 @@ PyObject* describe_one(const DescribeArgs& d, PyObject* x, Py_ssize_t i, bool* p
   return host;
 }
 
-// describe(inputs, static, new, layer, limit, find, dtype_info, hostx, make_hostx, Host) ->
+// describe(inputs, static, new, layer, limit, views, dtype_info, hostx, make_hostx, Host) ->
 // (hosts, placeholder shapes, views, bytes hashed): for each argument its Host (None where the
 // Python describe does it), whether its shape is a placeholder's and the View it is (None).
 PyObject* fast_describe(PyObject*, PyObject* args) {
@@ -558,8 +736,8 @@ PyObject* fast_describe(PyObject*, PyObject* args) {
   DescribeArgs d{};
   int is_new = 0;
   if (!PyArg_ParseTuple(args, "O!O!plnOOO!OO", &PyList_Type, &inputs, &PySet_Type, &d.statics,
-                        &is_new, &d.layer, &d.limit, &d.find, &d.dtype_info, &PyDict_Type, &d.hostx,
-                        &d.make_hostx, &d.host_cls))
+                        &is_new, &d.layer, &d.limit, &d.views, &d.dtype_info, &PyDict_Type,
+                        &d.hostx, &d.make_hostx, &d.host_cls))
     return nullptr;
   d.is_new = is_new != 0;
   const Py_ssize_t n = PyList_Size(inputs);
@@ -717,7 +895,7 @@ PyMethodDef kMethods[] = {
      "hash or None) of an exact numpy.ndarray, else None"},
     {"set_ndarray", fast_set_ndarray, METH_O, "set_ndarray(numpy.ndarray)"},
     {"describe", fast_describe, METH_VARARGS,
-     "describe(inputs, static, new, layer, limit, find, dtype_info, hostx, make_hostx, Host) -> "
+     "describe(inputs, static, new, layer, limit, views, dtype_info, hostx, make_hostx, Host) -> "
      "(hosts, placeholder shapes, views, bytes hashed)"},
     {"hash_buffer", fast_hash_buffer, METH_VARARGS,
      "hash_buffer(obj, limit) -> (trace hash, bytes hashed) of a contiguous buffer, else None"},
@@ -749,9 +927,13 @@ PyModuleDef kModule = {PyModuleDef_HEAD_INIT,
 PyMODINIT_FUNC PyInit__bod_fast() {
   PyObject** names[] = {&g_dict_name,         &g_flags_name, &g_dtype_name,       &g_strides_name,
                         &g_c_contiguous_name, &g_view_text,  &g_placeholder_text, &g_tensor_text,
-                        &g_var_text,          &g_i8_text,    &g_call_name,        &g_slot_name};
-  const char* texts[] = {"__dict__",    "flags",  "dtype", "strides", "c_contiguous", "view",
-                         "placeholder", "tensor", "var",   "i8",      "call",         "slot"};
+                        &g_var_text,          &g_i8_text,    &g_call_name,        &g_slot_name,
+                        &g_by_id_name,        &g_keys_name,  &g_spans_name,       &g_longest_name,
+                        &g_ref_name,          &g_base_name,  &g_find_name};
+  const char* texts[] = {"__dict__", "flags",       "dtype",  "strides", "c_contiguous",
+                         "view",     "placeholder", "tensor", "var",     "i8",
+                         "call",     "slot",        "by_id",  "_keys",   "_spans",
+                         "_longest", "ref",         "base",   "find"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i)
     if (!*names[i] && !(*names[i] = PyUnicode_InternFromString(texts[i]))) return nullptr;
   return PyModule_Create(&kModule);
