@@ -105,6 +105,9 @@ def byte_span(arr):
 
 class View:
     """One output array the engine returned."""
+    __slots__ = ("ref", "id", "call", "slot", "bo", "serial", "addr", "nbytes", "contiguous",
+                 "orig", "now", "last_change", "by_host", "stale_since", "stale_key",
+                 "stale_thread", "passed", "done", "excused")
 
     def __init__(self, arr, call, slot, bo, on_death=None):
         """on_death: called with the weak reference once arr dies (ViewTable's, to drop it)."""
