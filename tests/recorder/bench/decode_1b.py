@@ -119,6 +119,9 @@ def main(argv=None):
     ap.add_argument("--tokens", type=int, default=5)
     ap.add_argument("--cache", choices=("auto", "real", "standin"), default="auto")
     ap.add_argument("--report", default="")
+    ap.add_argument("--keep-views", action="store_true",
+                    help="keep every output view the engine returns, as a program collecting "
+                         "each layer's outputs does (the recorder then tracks them all)")
     o = ap.parse_args(argv)
     s = SIZES[o.size]
     E, H, KV, L, LM = s["E"], s["H"], s["KV"], s["L"], s["LM"]
@@ -181,6 +184,7 @@ def main(argv=None):
     v_cache = np.zeros((L, s["POS"], KV), BF16)
 
     tokens = []
+    kept = []  # --keep-views: every output view returned
     x = x0
     for t in range(o.tokens):
         pos = t + 1
@@ -188,10 +192,15 @@ def main(argv=None):
         for layer_idx in range(L):
             lw = layers[layer_idx]
             res = rms_gemv_rope(x, lw, pos)
+            if o.keep_views:
+                kept.extend(res[i] for i in (8, 11, 12))
             k_cache[layer_idx, pos] = res[12]
             v_cache[layer_idx, pos] = res[8]
             attn_out = np.array(res[11], copy=True)  # CPU attention stands here (not computed)
-            x = np.array(o_gemv_ffn(attn_out, x, lw)[14], copy=True)
+            out = o_gemv_ffn(attn_out, x, lw)
+            if o.keep_views:
+                kept.append(out[14])
+            x = np.array(out[14], copy=True)
         logits = lm_head(x, parts)
         x = weight(E, int(logits[2][0]) + t)  # the next token's embedding
         ms = (time.perf_counter() - t0) * 1000
