@@ -264,7 +264,27 @@ class R:
 m.register(R, ("a", "b"), None)
 r = R([1, "x\"\n", 2.5, float("nan"), None, True, 2 ** 70], {"k": (1, 2)})
 want = '{"a":[1,"x\\"\\n",2.5,"nan",null,true,%d],"b":{"k":[1,2]}}' % 2 ** 70
-print("ok" if m.line(r) == want else "differs: %r" % m.line(r))
+if m.line(r) != want:
+    raise SystemExit("differs: %r" % m.line(r))
+@dataclasses.dataclass(frozen=True)
+class F:
+    a: str
+    b: int
+m.register(F, ("a", "b"), None, True)
+f = F("x", 1)
+if [m.line(f), m.line(f)] != ['{"a":"x","b":1}'] * 2:
+    raise SystemExit("frozen differs: %r" % m.line(f))
+import os, tempfile
+with tempfile.TemporaryDirectory() as d:
+    fd = os.open(os.path.join(d, "s"), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    st = os.fstat(fd)
+    ok = m.write(fd, st.st_dev, st.st_ino, b"line\n") is True and \
+        m.write(fd, st.st_dev, st.st_ino + 1, b"no\n") is False
+    os.close(fd)
+    if not ok or open(os.path.join(d, "s")).read() != "line\n":
+        raise SystemExit("write differs")
+got = m.describe([1, "x"], set(), False, 0, 1 << 20, None, None, {}, None, None)
+print("ok" if got == ([None, None], [False, False], [None, None], 0) else "describe: %r" % (got,))
 """
 
 
