@@ -68,6 +68,9 @@ def _identity(bo):
 class BoTable:
     def __init__(self, reuse=True):
         self.first = {}    # (ns, pool, name, index) -> the first call that used that BO
+        # (ns, bo_key text) -> [the Placement of slot i of that key's own BOs, or None]: what
+        # the call line gives it while its size is the same (its first call, once set, stays)
+        self.key_places = {}
         self.changed = {}  # id(bo) -> the last call that changed its bytes
         self.viewed = set()  # id(bo) of BOs the engine returned a view into (never synced)
         self.reuse = reuse

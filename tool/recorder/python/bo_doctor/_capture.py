@@ -324,6 +324,9 @@ class CallCapture:
             pooled = {id(bo) for bo in (getattr(cache, "_shared_bos", {}) or {}).values()}
             outs = set(a.outs)
             table, hosts, written, pre = rec.bos, self.hosts, self.written, self.pre
+            # (BoTable.known_hash, inlined below)
+            known_of, viewed, identity = table.known.get, table.viewed, table.identity
+            table_reuse = table.reuse
             inter, static, new_data = a.inter, a.static, self.new_data
             reuse = not rec.running
             for i in range(min(n_args, len(bos))):
@@ -335,8 +338,12 @@ class CallCapture:
                     continue
                 bo = bos[i]
                 extent = int(bo.size()) if ph else h.bytes
-                # The hash the BO's last call left (None: not known), as `has` tells it
-                known = table.known_hash(bo, extent)
+                # The hash the BO's last call left (None: not known), as known_hash tells it
+                known = None
+                if table_reuse and id(bo) not in viewed:
+                    k = known_of(id(bo))
+                    if k is not None and extent in k[1] and k[0] == identity(bo):
+                        known = k[1][extent]
                 if not ph and known is None and i in inter and i not in static and \
                         i not in outs and i not in new_data and h.source != "view" and \
                         id(bo) not in pooled and (self.lazy or left_ok):
@@ -501,6 +508,12 @@ class CallCapture:
             places.clear()
         static, inter, written, pre = a.static, a.inter, self.written, self.pre
         first_of = rec.bos.first.setdefault
+        kp = rec.bos.key_places
+        key_places = kp.get((ns, keytext))
+        if key_places is None:
+            if len(kp) > 65536:
+                kp.clear()
+            key_places = kp[(ns, keytext)] = []
         n_bos = len(bos) if bos is not None else 0
         for i, x in enumerate(a.inputs):
             h = hosts[i]
@@ -518,11 +531,15 @@ class CallCapture:
             # The BO's first call by its identity in the trace (ns, pool, name, index), as the
             # trace reader numbers BOs (an id() a freed BO left to a new one says nothing).
             if pool_key is None:  # the key's own BO: one Placement per value, kept
-                bo_first = first_of((ns, "key", keytext, i), n)
-                mk = (ns, keytext, i, size, bo_first)
-                place = places.get(mk)
-                if place is None:
-                    place = places[mk] = Placement(ns, "key", keytext, i, size, bo_first)
+                place = key_places[i] if i < len(key_places) else None
+                if place is None or place.bytes != size:
+                    bo_first = first_of((ns, "key", keytext, i), n)
+                    mk = (ns, keytext, i, size, bo_first)
+                    place = places.get(mk)
+                    if place is None:
+                        place = places[mk] = Placement(ns, "key", keytext, i, size, bo_first)
+                    key_places.extend([None] * (i + 1 - len(key_places)))
+                    key_places[i] = place
             else:
                 p = self.placement(pool_key, i, size, 0)
                 place = Placement(p.ns, p.pool, p.name, p.index, size,
