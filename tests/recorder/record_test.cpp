@@ -620,6 +620,27 @@ TEST(Spool, NpuOnlyWhenTheHeaderSaysSo) {
   }
 }
 
+// Header and slot fields of another type than the recorder writes (found by fuzz_spool: the
+// header's "shadow" a number threw out of the assembly): read as absent, never a crash.
+TEST(Spool, FieldsOfAnotherTypeAreReadAsAbsent) {
+  std::istringstream in(
+      "{\"kind\":\"header\",\"producer\":7,\"argv\":\"run.py\",\"shadow\":1,"
+      "\"npu_launched\":\"yes\"}\n"
+      "{\"kind\":\"call\",\"call\":{\"type\":\"call\",\"n\":1,\"slots\":[7,{\"host\":"
+      "{\"source\":3,\"view_of_call\":0},\"bo\":{\"pool\":[],\"ns\":1,\"name\":{},"
+      "\"index\":\"0\"}}]}}\n");
+  SpoolSummary s;
+  auto text = trace_text_from_spool(in, "spool", s);
+  ASSERT_TRUE(text) << text.error().line();
+  EXPECT_FALSE(s.shadow);
+  EXPECT_EQ(s.calls, 1u);
+  std::istringstream t(text.value());
+  std::string header;
+  ASSERT_TRUE(std::getline(t, header));
+  EXPECT_NE(header.find("\"producer\":\"bo-doctor record\""), std::string::npos) << header;
+  EXPECT_NE(header.find("\"npu_launched\":false"), std::string::npos) << header;
+}
+
 TEST(Spool, NoHeaderIsAnError) {
   std::istringstream in("{\"kind\":\"end\"}\n");
   SpoolSummary s;

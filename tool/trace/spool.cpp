@@ -46,6 +46,20 @@ long long get_ll(const ojson& j, const char* key, long long dflt = 0) {
   return it->get<long long>();
 }
 
+// j[key] as a bool or a string, dflt where j is no object or the key is absent or of another
+// type (ojson::value would throw on another type: a spool line is the recorder's, or anything).
+bool get_bool(const ojson& j, const char* key, bool dflt) {
+  if (!j.is_object()) return dflt;
+  auto it = j.find(key);
+  return it != j.end() && it->is_boolean() ? it->get<bool>() : dflt;
+}
+
+std::string get_str(const ojson& j, const char* key, const std::string& dflt = "") {
+  if (!j.is_object()) return dflt;
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : dflt;
+}
+
 // The first pass over one file: header, kernels, call count, figures; torn last line dropped.
 Status scan(Proc& p, SpoolSummary& summary, long long h2d[2], long long writes[2]) {
   auto in = p.open();
@@ -178,19 +192,19 @@ Status assemble(std::vector<Proc>& ps, std::ostream& out, SpoolSummary& summary)
   const ojson& root = ps[0].header;
   summary.processes = ps.size();
   summary.calls = static_cast<size_t>(total);
-  summary.shadow = root.value("shadow", false);
+  summary.shadow = get_bool(root, "shadow", false);
   summary.ended = ps[0].ended;
   std::string program;
   for (auto& a : root.value("argv", ojson::array()))
     if (a.is_string()) program += (program.empty() ? "" : " ") + a.get<std::string>();
   Trace t;  // header, figures and end as the trace contract writes them (trace_io.h)
-  t.header.producer = root.value("producer", std::string("bo-doctor record"));
+  t.header.producer = get_str(root, "producer", "bo-doctor record");
   t.header.model_name = program.empty() ? std::string("recorded run") : program;
   t.header.backend = "recorded";
   t.header.host_emulated = false;
   // The recorder wraps load_and_run and cannot tell pyxrt on an NPU from a stand-in: a device
   // is named only when the header says one ran the kernels.
-  t.header.npu_launched = root.value("npu_launched", false);
+  t.header.npu_launched = get_bool(root, "npu_launched", false);
   t.header.caps.run = true;
   t.header.caps.no_reuse = summary.shadow;
   t.header.top_k = 0;
@@ -237,15 +251,15 @@ Status assemble(std::vector<Proc>& ps, std::ostream& out, SpoolSummary& summary)
             if (s.contains("host") && s["host"].is_object() && s["host"].contains("view_of_call")) {
               ojson& v = s["host"]["view_of_call"];
               ref(v);
-              if (v == 0 && s["host"].value("source", "") == "view") v = n;
+              if (v == 0 && get_str(s["host"], "source") == "view") v = n;
             }
             if (i && s.contains("bo") && s["bo"].is_object()) {
               ojson& b = s["bo"];
               if (b.contains("ns") && b["ns"].is_string())
                 b["ns"] = b["ns"].get<std::string>() + suffix;
-              if (b.value("pool", "") != "unbound") {
-                std::string id = b.value("ns", "") + '\n' + b.value("pool", "") + '\n' +
-                                 b.value("name", "") + '\n' + std::to_string(get_ll(b, "index"));
+              if (get_str(b, "pool") != "unbound") {
+                std::string id = get_str(b, "ns") + '\n' + get_str(b, "pool") + '\n' +
+                                 get_str(b, "name") + '\n' + std::to_string(get_ll(b, "index"));
                 b["first_call"] = bo_first.emplace(id, n).first->second;
               }
             }
