@@ -58,12 +58,52 @@ std::unordered_map<PyObject*, std::string> g_texts;
 constexpr size_t kMaxTexts = 1 << 14;
 PyObject* g_omit = nullptr;
 PyObject* g_ndarray = nullptr;  // numpy.ndarray (set_ndarray)
-// Interned attribute names (made once, at module init)
+// Interned attribute names and texts, made once at module init from kInterned
 PyObject* g_dict_name = nullptr;
 PyObject* g_flags_name = nullptr;
 PyObject* g_dtype_name = nullptr;
 PyObject* g_strides_name = nullptr;
 PyObject* g_c_contiguous_name = nullptr;
+PyObject* g_view_text = nullptr;
+PyObject* g_placeholder_text = nullptr;
+PyObject* g_tensor_text = nullptr;
+PyObject* g_var_text = nullptr;
+PyObject* g_i8_text = nullptr;
+PyObject* g_call_name = nullptr;
+PyObject* g_slot_name = nullptr;
+PyObject* g_by_id_name = nullptr;
+PyObject* g_keys_name = nullptr;
+PyObject* g_spans_name = nullptr;
+PyObject* g_longest_name = nullptr;
+PyObject* g_ref_name = nullptr;
+PyObject* g_base_name = nullptr;
+PyObject* g_find_name = nullptr;
+
+struct Interned {
+  PyObject** slot;
+  const char* text;
+};
+const Interned kInterned[] = {
+    {&g_dict_name, "__dict__"},
+    {&g_flags_name, "flags"},
+    {&g_dtype_name, "dtype"},
+    {&g_strides_name, "strides"},
+    {&g_c_contiguous_name, "c_contiguous"},
+    {&g_view_text, "view"},
+    {&g_placeholder_text, "placeholder"},
+    {&g_tensor_text, "tensor"},
+    {&g_var_text, "var"},
+    {&g_i8_text, "i8"},
+    {&g_call_name, "call"},
+    {&g_slot_name, "slot"},
+    {&g_by_id_name, "by_id"},
+    {&g_keys_name, "_keys"},
+    {&g_spans_name, "_spans"},
+    {&g_longest_name, "_longest"},
+    {&g_ref_name, "ref"},
+    {&g_base_name, "base"},
+    {&g_find_name, "find"},
+};
 
 constexpr int kMaxDepth = 64;
 const char kHex[] = "0123456789abcdef";
@@ -403,15 +443,6 @@ PyObject* fast_facts(PyObject*, PyObject* args) {
 
 // --- describe: the host side of a call's arguments (_capture.py `describe`) -------------------
 
-// Interned texts describe writes (made at module init)
-PyObject* g_view_text = nullptr;
-PyObject* g_placeholder_text = nullptr;
-PyObject* g_tensor_text = nullptr;
-PyObject* g_var_text = nullptr;
-PyObject* g_i8_text = nullptr;
-PyObject* g_call_name = nullptr;
-PyObject* g_slot_name = nullptr;
-
 // dtype -> (trace name or None, str(dtype), hasobject), as the recorder's dtype_info gave it;
 // both held. Dropped all at once beyond kMaxDtypes.
 std::unordered_map<PyObject*, PyObject*> g_dtype_infos;
@@ -441,14 +472,6 @@ PyObject* dtype_info_of(PyObject* dtype, PyObject* dtype_info) {
   g_dtype_infos.emplace(dtype, Py_NewRef(info));
   return info;
 }
-
-PyObject* g_by_id_name = nullptr;
-PyObject* g_keys_name = nullptr;
-PyObject* g_spans_name = nullptr;
-PyObject* g_longest_name = nullptr;
-PyObject* g_ref_name = nullptr;
-PyObject* g_base_name = nullptr;
-PyObject* g_find_name = nullptr;
 
 // What v.ref() gives (a new reference; Py_None when its array died), nullptr on error.
 PyObject* referent(PyObject* v) {
@@ -925,16 +948,7 @@ PyModuleDef kModule = {PyModuleDef_HEAD_INIT,
 }  // namespace
 
 PyMODINIT_FUNC PyInit__bod_fast() {
-  PyObject** names[] = {&g_dict_name,         &g_flags_name, &g_dtype_name,       &g_strides_name,
-                        &g_c_contiguous_name, &g_view_text,  &g_placeholder_text, &g_tensor_text,
-                        &g_var_text,          &g_i8_text,    &g_call_name,        &g_slot_name,
-                        &g_by_id_name,        &g_keys_name,  &g_spans_name,       &g_longest_name,
-                        &g_ref_name,          &g_base_name,  &g_find_name};
-  const char* texts[] = {"__dict__", "flags",       "dtype",  "strides", "c_contiguous",
-                         "view",     "placeholder", "tensor", "var",     "i8",
-                         "call",     "slot",        "by_id",  "_keys",   "_spans",
-                         "_longest", "ref",         "base",   "find"};
-  for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i)
-    if (!*names[i] && !(*names[i] = PyUnicode_InternFromString(texts[i]))) return nullptr;
+  for (const Interned& n : kInterned)
+    if (!*n.slot && !(*n.slot = PyUnicode_InternFromString(n.text))) return nullptr;
   return PyModule_Create(&kModule);
 }

@@ -324,9 +324,6 @@ class CallCapture:
             pooled = {id(bo) for bo in (getattr(cache, "_shared_bos", {}) or {}).values()}
             outs = set(a.outs)
             table, hosts, written, pre = rec.bos, self.hosts, self.written, self.pre
-            # (BoTable.known_hash, inlined below)
-            known_of, viewed, identity = table.known.get, table.viewed, table.identity
-            table_reuse = table.reuse
             inter, static, new_data = a.inter, a.static, self.new_data
             reuse = not rec.running
             for i in range(min(n_args, len(bos))):
@@ -338,12 +335,8 @@ class CallCapture:
                     continue
                 bo = bos[i]
                 extent = int(bo.size()) if ph else h.bytes
-                # The hash the BO's last call left (None: not known), as known_hash tells it
-                known = None
-                if table_reuse and id(bo) not in viewed:
-                    k = known_of(id(bo))
-                    if k is not None and extent in k[1] and k[0] == identity(bo):
-                        known = k[1][extent]
+                # The hash the BO's last call left (None: not known)
+                known = table.known_hash(bo, extent)
                 if not ph and known is None and i in inter and i not in static and \
                         i not in outs and i not in new_data and h.source != "view" and \
                         id(bo) not in pooled and (self.lazy or left_ok):
