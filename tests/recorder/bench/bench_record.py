@@ -9,7 +9,8 @@ Runs tests/recorder/bench/decode_1b.py R times in each mode, interleaved (alone,
 record --shadow, alone, ...), and prints side by side, per mode: host ms per decode token
 (the tokens after the first two; min / median / max over the runs of each run's mean), the
 recorder's added ms per token (median against the program alone), the same in process CPU time
-with the recorder's own CPU time per token and per call (recorder_stats() cpu_seconds: CPU time
+with the recorder's own time per token and per call (recorder_stats() seconds, by the clock; a
+build before 2026-12-07 counted its CPU time, cpu_seconds: the row says which; process CPU time
 is steadier than wall time on a loaded machine), MiB hashed and BO syncs per
 token (bo_doctor.recorder_stats(), same tokens), peak RSS and RSS after decode (and their ratio
 to the program alone). `--before` runs the record modes of another bo-doctor build too, in the
@@ -53,6 +54,8 @@ def run(mode, bod, o, tmp, i):
     before = r["tokens"][1]["stats"] if len(r["tokens"]) > 2 else {}
     after = steady[-1]["stats"]
     n = len(steady)
+    # The recorder's own time: by the clock, or (builds before 2026-12-07) its CPU time
+    own = "seconds" if "seconds" in after else "cpu_seconds"
 
     def per_token(k):
         return (after.get(k, 0) - before.get(k, 0)) / n
@@ -61,17 +64,17 @@ def run(mode, bod, o, tmp, i):
     # The median token (most tokens read no static BO again: a key's sampled calls are its
     # 1st-3rd and 2^k-th): its CPU ms, and the recorder's CPU ms in it.
     toks = r["tokens"]
-    rec_cpu = [(toks[k]["stats"]["cpu_seconds"] - toks[k - 1]["stats"]["cpu_seconds"]) * 1000
+    rec_cpu = [(toks[k]["stats"][own] - toks[k - 1]["stats"][own]) * 1000
                for k in range(max(1, len(toks) - n), len(toks))
-               if "cpu_seconds" in toks[k]["stats"]]
+               if own in toks[k]["stats"] and own in toks[k - 1]["stats"]]
     return {"ms": statistics.mean(t["ms"] for t in steady),
             "cpu_med_ms": statistics.median(t["cpu_ms"] for t in steady),
             "rec_cpu_med_ms": statistics.median(rec_cpu) if rec_cpu else None,
             "cpu_ms": statistics.mean(t["cpu_ms"] for t in steady),
             # (a recorder that does not count its CPU time: None)
-            "rec_cpu_ms": per_token("cpu_seconds") * 1000 if "cpu_seconds" in after else None,
-            "rec_cpu_call_ms": per_token("cpu_seconds") * 1000 / calls
-            if calls and "cpu_seconds" in after else None,
+            "rec_cpu_ms": per_token(own) * 1000 if own in after else None,
+            "rec_cpu_call_ms": per_token(own) * 1000 / calls if calls and own in after else None,
+            "own": "time" if own == "seconds" else "CPU",
             "first_ms": r["tokens"][0]["ms"],
             "mib": per_token("bytes_hashed") / (1 << 20), "syncs": per_token("syncs"),
             "shadowed": per_token("shadowed"), "calls": per_token("calls"),
@@ -134,10 +137,11 @@ def main():
             print("         CPU ms/token %.1f / %.1f / %.1f, added %s; %s" % (
                 cpu[0], statistics.median(cpu), cpu[-1],
                 "%.1f" % (statistics.median(cpu) - base_cpu) if base_cpu is not None else "-",
-                "the recorder's CPU per token %.1f ms, per call %.3f / %.3f / %.3f ms (min / "
-                "median / max)" % (statistics.median(r["rec_cpu_ms"] for r in res[m]), rec[0],
+                "the recorder's %s per token %.1f ms, per call %.3f / %.3f / %.3f ms (min / "
+                "median / max)" % (res[m][0]["own"],
+                                   statistics.median(r["rec_cpu_ms"] for r in res[m]), rec[0],
                                    statistics.median(rec), rec[-1]) if rec else
-                "the recorder does not count its CPU time"))
+                "the recorder does not count its time"))
             med = sorted(r["cpu_med_ms"] for r in res[m])
             base_med = statistics.median(r["cpu_med_ms"] for r in res["alone"]) \
                 if "alone" in res else None
@@ -145,8 +149,8 @@ def main():
             print("         median token: CPU ms %.1f / %.1f / %.1f, added %s%s" % (
                 med[0], statistics.median(med), med[-1],
                 "%.1f" % (statistics.median(med) - base_med) if base_med is not None else "-",
-                "; the recorder's CPU %.1f ms, %.3f ms per call" % (
-                    statistics.median(rec_med), statistics.median(rec_med) /
+                "; the recorder's %s %.1f ms, %.3f ms per call" % (
+                    res[m][0]["own"], statistics.median(rec_med), statistics.median(rec_med) /
                     statistics.median(r["calls"] for r in res[m]))
                 if rec_med and any(r["calls"] for r in res[m]) else ""))
             where = {k: statistics.median(r["where"][k] for r in res[m]) for k in WHERE}

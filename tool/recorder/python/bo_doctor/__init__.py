@@ -20,7 +20,8 @@ def recorder_stats():
     bytes_hashed, syncs (BO syncs from the device the recorder made) and sync_bytes, calls
     recorded and shadowed, and bytes_hashed split by where (hashed_host, hashed_bo_before,
     hashed_bo_after, hashed_shadow; the rest hashed the views the engine returned), and
-    cpu_seconds: the recording threads' CPU time spent in the recorder. A copy."""
+    seconds: the time the recording threads spent in the recorder, by the clock (it includes
+    what the system took from them). A copy."""
     from ._hashing import STATS
     return dict(STATS)
 

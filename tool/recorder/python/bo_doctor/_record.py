@@ -131,15 +131,16 @@ class Recorder:
         """Runs orig(cache, *args, **kwargs) and records the call."""
         if self.stopped:
             return orig(cache, *args, **kwargs)
-        c0 = time.thread_time()
+        tb = time.perf_counter()
         try:
             a = bind(sig, var_pos, cache, args, kwargs)
             hash(a.key)
         except Exception:  # arguments the method does not take (or an unhashable bo_key):
             return orig(cache, *args, **kwargs)  # its own error, unrecorded
         c = CallCapture(orig, sig, var_pos, cache, a)
+        tb = time.perf_counter() - tb  # binding, not under the lock
         with self.lock:
-            t0 = time.perf_counter()
+            t0 = time.perf_counter() - tb
             try:
                 c.before(self)
                 if self.shadow:
@@ -147,8 +148,9 @@ class Recorder:
                 ok = True
             except Exception as e:
                 ok = self.stop(c, e)
-            self.seconds += time.perf_counter() - t0
-            STATS["cpu_seconds"] += time.thread_time() - c0
+            t = time.perf_counter() - t0
+            self.seconds += t
+            STATS["seconds"] += t
         if not ok:
             return orig(cache, *args, **kwargs)
         with self.lock:
@@ -162,7 +164,6 @@ class Recorder:
         return results
 
     def finish(self, c, results, error):
-        c0 = time.thread_time()
         with self.lock:
             self.running -= 1
             STATS["calls"] += 1
@@ -179,8 +180,9 @@ class Recorder:
                 return
         self.spool.write_call(c.n, c.records + [CallRecord(call)] + c.events)
         with self.lock:  # the recorder's time: describing the call and writing its lines
-            self.seconds += time.perf_counter() - t0
-            STATS["cpu_seconds"] += time.thread_time() - c0
+            t = time.perf_counter() - t0
+            self.seconds += t
+            STATS["seconds"] += t
 
     def stop(self, c, e):
         """Stops recording after a failure of the recorder's own (never the engine's)."""
