@@ -13,7 +13,9 @@ import support
 import numpy as np
 
 from bo_doctor import _fast
-from bo_doctor._capture import zero_strides
+from bo_doctor._capture import slot_loop, zero_strides
+from bo_doctor._hashing import NO_HASH
+from bo_doctor._records import Host, Placement, Slot
 from bo_doctor._hashing import quick_hash, array_hash
 
 NATIVE = _fast.module()
@@ -224,6 +226,99 @@ class Facts(unittest.TestCase):
         with self.assertRaises(ZeroDivisionError):  # an error reading the table is the caller's
             NATIVE.describe([np.ones(4)], set(), False, 0, 1 << 20, Broken(),
                             _capture._dtype_info, {}, _capture._make_hostx, _records.Host)
+
+
+class FakeBo:
+    """A BO as slot_loop reads it: its size."""
+    def __init__(self, size):
+        self._size = size
+
+    def size(self):
+        return self._size
+
+
+@unittest.skipIf(NATIVE is None, "no native helpers here: " + _fast.why)
+class SlotLoop(unittest.TestCase):
+    """The native `slots` against the Python `slot_loop` on random calls: the same Slots, bound
+    slots, bytes and writes, and the same placements kept; or declined (None) where it must."""
+
+    def run_both(self, rng, n_args, n_bos, keep):
+        hosts, bos = [], [FakeBo(int(rng.choice([0, 64, 128, 4096]))) for _ in range(n_bos)]
+        for i in range(n_args):
+            source = str(rng.choice(["var", "tensor", "placeholder", "view"]))
+            nbytes = 0 if source == "placeholder" else int(rng.choice([0, 32, 64, 128, 8192]))
+            hosts.append(Host([nbytes], "i8", nbytes, "%016x" % int(rng.integers(1 << 62)),
+                              source, "arg%d" % i, 0))
+        static = {int(i) for i in rng.choice(n_args, int(rng.integers(n_args + 1)), False)}
+        inter = {int(i) for i in rng.choice(n_args, int(rng.integers(n_args + 1)), False)}
+        outs = {int(i) for i in rng.choice(n_args, int(rng.integers(n_args + 1)), False)}
+        written = [bool(rng.integers(2)) for _ in range(n_args)]
+        pre = {i: "%016x" % int(rng.integers(1 << 62)) for i in range(n_args) if rng.integers(2)}
+        alias_error = bool(rng.integers(4) == 0)
+        sides = []
+        for fn in ("native", "python"):
+            key_places = [Placement("c", "key", "k", 0, 64, 1), None] if keep else []
+            places, firsts = {}, {("c", "key", "k", 1): 3} if keep else {}
+            args = (hosts, bos, set(static), set(inter), set(outs), list(written), dict(pre),
+                    alias_error, "c", "k", 2, 9, key_places, places, firsts)
+            if fn == "native":
+                got = NATIVE.slots(*args, Slot, Placement, NO_HASH)
+            else:
+                got = slot_loop([np.zeros(h.bytes, np.uint8) for h in hosts], *args,
+                                bo_hash=lambda bo, n, sync: "b0")
+            sides.append((got, key_places, places, firsts))
+        return sides, hosts, bos, written, alias_error
+
+    def test_the_same_slots_as_the_python_loop(self):
+        rng = np.random.default_rng(7)
+        declined = done = 0
+        for _ in range(600):
+            n_args = int(rng.integers(0, 9))
+            (native, python), hosts, bos, written, alias_error = self.run_both(
+                rng, n_args, int(rng.integers(0, n_args + 2)), bool(rng.integers(2)))
+            larger = any(written[i] and not alias_error and hosts[i].bytes > bos[i].size()
+                         for i in range(min(n_args, len(bos))))
+            if native[0] is None:
+                self.assertTrue(larger, "declined a call it does exactly")
+                declined += 1
+                continue
+            self.assertFalse(larger, "did a call with an array larger than its BO")
+            done += 1
+            self.assertEqual(native[0][0], python[0][0])  # the Slots
+            self.assertEqual(native[0][2:], python[0][2:])  # bytes written, writes
+            self.assertEqual(len(native[0][1]), len(python[0][1]))
+            for a, b in zip(native[0][1], python[0][1]):  # bound: the same BO objects
+                self.assertEqual(a[:2] + a[3:], b[:2] + b[3:])
+                self.assertIs(a[2], b[2])
+            self.assertEqual(native[1:], python[1:])  # key_places, places, firsts
+        self.assertGreater(declined, 20)
+        self.assertGreater(done, 300)
+
+    def test_a_kept_placement_is_shared_and_a_new_size_replaced(self):
+        hosts = [Host([4], "i8", 4, "a" * 16, "var", "arg0", 0),
+                 Host([4], "i8", 4, "b" * 16, "var", "arg1", 0)]
+        kept = Placement("c", "key", "k", 0, 64, 1)
+        key_places, places, firsts = [kept, Placement("c", "key", "k", 1, 32, 1)], {}, {}
+        got = NATIVE.slots(hosts, [FakeBo(64), FakeBo(64)], set(), set(), {1}, [True, False],
+                           {}, False, "c", "k", 1, 5, key_places, places, firsts, Slot,
+                           Placement, NO_HASH)
+        slots = got[0]
+        self.assertIs(slots[0].bo, kept)
+        self.assertEqual(slots[1].bo, Placement("c", "key", "k", 1, 64, 5))
+        self.assertIs(key_places[1], slots[1].bo)
+        self.assertEqual(firsts, {("c", "key", "k", 1): 5})
+        self.assertEqual((slots[0].reuse, slots[1].reuse),
+                         (["a" * 16, NO_HASH], ["b" * 16, NO_HASH]))
+        self.assertEqual(got[2:], (4, 1))
+
+    def test_an_error_of_the_bo_is_raised(self):
+        class Broken:
+            def size(self):
+                raise RuntimeError("gone")
+        with self.assertRaises(RuntimeError):
+            NATIVE.slots([Host([4], "i8", 4, "a" * 16, "var", "arg0", 0)], [Broken()], set(),
+                         set(), set(), [True], {}, False, "c", "k", 1, 5, [], {}, {}, Slot,
+                         Placement, NO_HASH)
 
 
 # Other interpreters a user's venv may run: BOD_TEST_PYTHONS (colon-separated paths), else

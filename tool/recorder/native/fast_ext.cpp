@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "core/hash.h"
+#include "fast_slots.h"
 
 namespace {
 
@@ -908,7 +909,8 @@ PyObject* fast_set_ndarray(PyObject*, PyObject* cls) {
 
 // The version of this module's functions; _fast.py loads only the one it was written for.
 PyObject* fast_api_version(PyObject*, PyObject*) {
-  return PyLong_FromLong(3);  // 2: block_hashes; 3: write, register(..., frozen), describe
+  // 2: block_hashes; 3: write, register(..., frozen), describe; 4: slots
+  return PyLong_FromLong(4);
 }
 
 PyMethodDef kMethods[] = {
@@ -930,6 +932,10 @@ PyMethodDef kMethods[] = {
     {"line", fast_line, METH_O,
      "line(record) -> the spool line of a record as _records.reference_line writes it, or None "
      "for a value only the Python serializer writes"},
+    {"slots", fast_slots, METH_VARARGS,
+     "slots(hosts, bos, static, inter, outs, written, pre, alias_error, ns, key text, first, n, "
+     "key_places, places, firsts, Slot, Placement, NO_HASH) -> (slots, bound, h2d, writes), or "
+     "None"},
     {"register", fast_register, METH_VARARGS,
      "register(cls, names, omit, frozen=False): write cls's instances as objects of these "
      "fields (frozen: each instance's text is kept)"},
@@ -950,5 +956,6 @@ PyModuleDef kModule = {PyModuleDef_HEAD_INIT,
 PyMODINIT_FUNC PyInit__bod_fast() {
   for (const Interned& n : kInterned)
     if (!*n.slot && !(*n.slot = PyUnicode_InternFromString(n.text))) return nullptr;
+  if (!fast_slots_init()) return nullptr;
   return PyModule_Create(&kModule);
 }

@@ -50,6 +50,16 @@ def _native_describe():
 
 
 _DESCRIBE = _native_describe()
+
+
+def _native_slots():
+    """The native `slots` (_fast.py), or None."""
+    from . import _fast
+    m = _fast.module()
+    return m.slots if m is not None else None
+
+
+_SLOTS = _native_slots()
 # With the native serializer a Host's JSON text is never used: describe keeps none (a HostX,
 # never changed once made, is shared per value).
 _NATIVE_LINES = _records_native is not None
@@ -242,6 +252,72 @@ def bind(sig, var_pos, cache, args, kwargs):
                      set(indices(a.get("intermediate_indices"))),
                      ints(set(indices(outs))) if outs is not None else [len(inputs) - 1],
                      alias, bool(a.get("shared_nonstatic")))
+
+
+def slot_loop(inputs, hosts, bos, static, inter, out_set, written, pre, alias_error, ns, keytext,
+              first, n, key_places, places, firsts, pools=None, placement=None, bo_hash=None):
+    """The call's Slots (after the engine ran): (slots, bound, h2d, writes), `bound` the
+    (index, Slot, BO, extent hashed, written, placeholder) of the slots with a BO. key_places
+    (slot -> the key's own Placement), places (the Placements by value) and firsts (each BO's
+    first call) are the recorder's, updated here; pools: id(bo) -> its key in the cache's
+    `_shared_bos`; placement(pool_key, i, size, 0): a pooled BO's Placement; bo_hash(bo, n,
+    sync): a BO's hash. The native `slots` (fast_slots.cpp) does the same for a call with no
+    pooled BO and no array larger than its BO, and declines (None) any other."""
+    slots, bound, h2d, writes = [], [], 0, 0
+    n_bos = len(bos) if bos is not None else 0
+    for i, x in enumerate(inputs):
+        h = hosts[i]
+        role = "static" if i in static else "intermediate" if i in inter else "input"
+        if i >= n_bos:
+            size = 0 if bos is not None else h.bytes
+            pool = "unbound" if bos is not None else "key"
+            slots.append(Slot(role, i in out_set, h, Placement(ns, pool, keytext, i, size,
+                                                              first),
+                              size, False, 0, NO_HASH, [h.hash, h.hash]))
+            continue
+        bo = bos[i]
+        size = int(bo.size())
+        pool_key = pools.get(id(bo)) if pools else None
+        # The BO's first call by its identity in the trace (ns, pool, name, index), as the
+        # trace reader numbers BOs (an id() a freed BO left to a new one says nothing).
+        if pool_key is None:  # the key's own BO: one Placement per value, kept
+            place = key_places[i] if i < len(key_places) else None
+            if place is None or place.bytes != size:
+                bo_first = firsts.setdefault((ns, "key", keytext, i), n)
+                mk = (ns, keytext, i, size, bo_first)
+                place = places.get(mk)
+                if place is None:
+                    place = places[mk] = Placement(ns, "key", keytext, i, size, bo_first)
+                key_places.extend([None] * (i + 1 - len(key_places)))
+                key_places[i] = place
+        else:
+            p = placement(pool_key, i, size, 0)
+            place = Placement(p.ns, p.pool, p.name, p.index, size,
+                              firsts.setdefault((p.ns, p.pool, p.name, p.index), n))
+        wrote = written[i] and not alias_error
+        hb = h.bytes
+        nb = hb if hb <= size else size
+        if wrote:
+            # The whole array written: its hash is the host hash already taken.
+            wh = h.hash if nb == hb else array_hash(x, nb)
+            h2d += nb
+            writes += 1
+        else:
+            nb, wh = 0, NO_HASH
+        ph = h.source == "placeholder"
+        extent = size if ph else hb
+        if ph and i in pre:  # the BO as it was: a placeholder writes at most 0 bytes
+            before = pre[i]
+        elif wrote and nb == hb:
+            before = wh
+        elif wrote:  # larger than its BO: the write raised, the BO holds what it held
+            before = bo_hash(bo, hb, sync=False)
+        else:
+            before = pre.get(i, h.hash)
+        s = Slot(role, i in out_set, h, place, size, wrote, nb, wh, [before, NO_HASH])
+        slots.append(s)
+        bound.append((i, s, bo, extent, wrote, ph))
+    return slots, bound, h2d, writes
 
 
 class CallCapture:
@@ -491,75 +567,29 @@ class CallCapture:
         pools = {id(bo): pk for pk, bo in (getattr(self.cache, "_shared_bos", {}) or {}).items()}
         out_set = set(a.outs)
         rec.bos.forget(bos)
-        slots, h2d, writes = [], 0, 0
         b0 = STATS["bytes_hashed"]
-        bound = []  # (index, Slot, BO, extent hashed, written, placeholder) of the bound slots
         keytext = key_text(a.key)
         alias_error = error.startswith(("ValueError: shared_alias",))
         places = rec.placements
         if len(places) > 100000:
             places.clear()
         static, inter, written, pre = a.static, a.inter, self.written, self.pre
-        first_of = rec.bos.first.setdefault
         kp = rec.bos.key_places
         key_places = kp.get((ns, keytext))
         if key_places is None:
             if len(kp) > 65536:
                 kp.clear()
             key_places = kp[(ns, keytext)] = []
-        n_bos = len(bos) if bos is not None else 0
-        for i, x in enumerate(a.inputs):
-            h = hosts[i]
-            role = "static" if i in static else "intermediate" if i in inter else "input"
-            if i >= n_bos:
-                size = 0 if bos is not None else h.bytes
-                pool = "unbound" if bos is not None else "key"
-                slots.append(Slot(role, i in out_set, h, Placement(ns, pool, keytext, i, size,
-                                                                  first),
-                                  size, False, 0, NO_HASH, [h.hash, h.hash]))
-                continue
-            bo = bos[i]
-            size = int(bo.size())
-            pool_key = pools.get(id(bo)) if pools else None
-            # The BO's first call by its identity in the trace (ns, pool, name, index), as the
-            # trace reader numbers BOs (an id() a freed BO left to a new one says nothing).
-            if pool_key is None:  # the key's own BO: one Placement per value, kept
-                place = key_places[i] if i < len(key_places) else None
-                if place is None or place.bytes != size:
-                    bo_first = first_of((ns, "key", keytext, i), n)
-                    mk = (ns, keytext, i, size, bo_first)
-                    place = places.get(mk)
-                    if place is None:
-                        place = places[mk] = Placement(ns, "key", keytext, i, size, bo_first)
-                    key_places.extend([None] * (i + 1 - len(key_places)))
-                    key_places[i] = place
-            else:
-                p = self.placement(pool_key, i, size, 0)
-                place = Placement(p.ns, p.pool, p.name, p.index, size,
-                                  first_of((p.ns, p.pool, p.name, p.index), n))
-            wrote = written[i] and not alias_error
-            hb = h.bytes
-            nb = hb if hb <= size else size
-            if wrote:
-                # The whole array written: its hash is the host hash already taken.
-                wh = h.hash if nb == hb else array_hash(x, nb)
-                h2d += nb
-                writes += 1
-            else:
-                nb, wh = 0, NO_HASH
-            ph = h.source == "placeholder"
-            extent = size if ph else hb
-            if ph and i in pre:  # the BO as it was: a placeholder writes at most 0 bytes
-                before = pre[i]
-            elif wrote and nb == hb:
-                before = wh
-            elif wrote:  # larger than its BO: the write raised, the BO holds what it held
-                before = rec.bos.hash(bo, hb, sync=False)
-            else:
-                before = pre.get(i, h.hash)
-            s = Slot(role, i in out_set, h, place, size, wrote, nb, wh, [before, NO_HASH])
-            slots.append(s)
-            bound.append((i, s, bo, extent, wrote, ph))
+        got = None
+        loop_args = (hosts, bos, static, inter, out_set, written, pre, alias_error, ns, keytext,
+                     first, n, key_places, places, rec.bos.first)
+        if _SLOTS is not None and not pools and type(bos) is list and type(static) is set and \
+                type(inter) is set and type(written) is list and type(first) is int:
+            got = _SLOTS(*loop_args, Slot, Placement, NO_HASH)  # slot_loop's, natively
+        if got is None:
+            got = slot_loop(a.inputs, *loop_args, pools=pools, placement=self.placement,
+                            bo_hash=rec.bos.hash)
+        slots, bound, h2d, writes = got
         call = Call(n, ns, self.kernel, keytext, keytext, ints(a.static),
                     ints(a.inter), a.outs, a.shared_nonstatic,
                     {str(k): str(v) for k, v in a.alias.items() if type(k) is int},

@@ -1,0 +1,244 @@
+// _bod_fast's `slots`: the slot loop of a call's line after the engine ran
+// (tool/recorder/python/bo_doctor/_capture.py, CallCapture._after): each argument's Slot, with
+// its BO's placement, what the call wrote into it and its hash before the dispatch, in one call.
+// It does what the Python loop does, step for step, for the calls it knows exactly (a list of
+// the key's own BOs, no shared pool, every written array no larger than its BO) and returns None
+// for any other, before anything of a slot it cannot do is changed: the Python loop then does
+// the call (what it repeats of the slots before, a placement looked up or kept, is the same).
+#define Py_LIMITED_API 0x030B0000
+#include "fast_slots.h"
+
+#include <Python.h>
+
+namespace {
+
+PyObject* g_static_text = nullptr;
+PyObject* g_intermediate_text = nullptr;
+PyObject* g_input_text = nullptr;
+PyObject* g_key_text = nullptr;
+PyObject* g_unbound_text = nullptr;
+PyObject* g_placeholder = nullptr;
+PyObject* g_hash_name = nullptr;
+PyObject* g_bytes_name = nullptr;
+PyObject* g_source_name = nullptr;
+PyObject* g_size_name = nullptr;
+
+struct Interned {
+  PyObject** slot;
+  const char* text;
+};
+const Interned kInterned[] = {
+    {&g_static_text, "static"},   {&g_intermediate_text, "intermediate"},
+    {&g_input_text, "input"},     {&g_key_text, "key"},
+    {&g_unbound_text, "unbound"}, {&g_placeholder, "placeholder"},
+    {&g_hash_name, "hash"},       {&g_bytes_name, "bytes"},
+    {&g_source_name, "source"},   {&g_size_name, "size"},
+};
+
+// Owned references, released at scope end.
+struct Ref {
+  PyObject* p = nullptr;
+  Ref() = default;
+  explicit Ref(PyObject* o) : p(o) {}
+  Ref(const Ref&) = delete;
+  Ref& operator=(const Ref&) = delete;
+  ~Ref() { Py_XDECREF(p); }
+  PyObject* get() const { return p; }
+  PyObject* release() {
+    PyObject* o = p;
+    p = nullptr;
+    return o;
+  }
+  void reset(PyObject* o) {
+    Py_XDECREF(p);
+    p = o;
+  }
+  explicit operator bool() const { return p != nullptr; }
+};
+
+// A Python int as a long long; false (no error set) when it is not an exact int or does not fit.
+bool as_ll(PyObject* o, long long* v) {
+  if (!PyLong_CheckExact(o)) return false;
+  int overflow = 0;
+  *v = PyLong_AsLongLongAndOverflow(o, &overflow);
+  if (overflow || (*v == -1 && PyErr_Occurred())) {
+    PyErr_Clear();
+    return false;
+  }
+  return true;
+}
+
+struct SlotsArgs {
+  PyObject* hosts;    // list of Host
+  PyObject* bos;      // list: the key's BOs
+  PyObject* statics;  // set
+  PyObject* inter;    // set
+  PyObject* outs;     // set
+  PyObject* written;  // list of bool
+  PyObject* pre;      // dict slot -> hash before the dispatch
+  int alias_error;
+  PyObject* ns;          // str
+  PyObject* keytext;     // str
+  PyObject* first;       // int: the key's first call
+  PyObject* n;           // int: this call
+  PyObject* key_places;  // list: slot -> Placement or None
+  PyObject* places;      // dict (ns, key text, slot, bytes, first call) -> Placement
+  PyObject* firsts;      // dict (ns, pool, name, index) -> first call
+  PyObject* slot_cls;
+  PyObject* placement_cls;
+  PyObject* no_hash;
+};
+
+// The key's own Placement of slot i with a BO of `size` bytes (a new reference), as the Python
+// loop finds or makes it; nullptr with an error set.
+PyObject* key_placement(const SlotsArgs& a, PyObject* index, Py_ssize_t i, PyObject* size) {
+  const Py_ssize_t kept = PyList_Size(a.key_places);
+  if (i < kept) {
+    PyObject* place = PyList_GetItem(a.key_places, i);  // borrowed
+    if (place != Py_None) {
+      Ref bytes(PyObject_GetAttr(place, g_bytes_name));
+      if (!bytes) return nullptr;
+      int ne = PyObject_RichCompareBool(bytes.get(), size, Py_NE);
+      if (ne < 0) return nullptr;
+      if (!ne) return Py_NewRef(place);
+    }
+  }
+  Ref fk(PyTuple_Pack(4, a.ns, g_key_text, a.keytext, index));
+  if (!fk) return nullptr;
+  PyObject* bo_first = PyDict_GetItemWithError(a.firsts, fk.get());  // borrowed
+  if (!bo_first) {
+    if (PyErr_Occurred() || PyDict_SetItem(a.firsts, fk.get(), a.n) < 0) return nullptr;
+    bo_first = a.n;
+  }
+  Ref held_first(Py_NewRef(bo_first));
+  Ref mk(PyTuple_Pack(5, a.ns, a.keytext, index, size, bo_first));
+  if (!mk) return nullptr;
+  PyObject* found = PyDict_GetItemWithError(a.places, mk.get());  // borrowed
+  Ref place;
+  if (found) {
+    place.reset(Py_NewRef(found));
+  } else {
+    if (PyErr_Occurred()) return nullptr;
+    place.reset(PyObject_CallFunctionObjArgs(a.placement_cls, a.ns, g_key_text, a.keytext, index,
+                                             size, bo_first, nullptr));
+    if (!place || PyDict_SetItem(a.places, mk.get(), place.get()) < 0) return nullptr;
+  }
+  for (Py_ssize_t k = PyList_Size(a.key_places); k <= i; ++k)
+    if (PyList_Append(a.key_places, Py_None) < 0) return nullptr;
+  if (PyList_SetItem(a.key_places, i, Py_NewRef(place.get())) < 0) return nullptr;
+  return place.release();
+}
+
+// Whether x is in the set s: 1, 0, or -1 with an error set.
+int in(PyObject* s, PyObject* x) {
+  return PySet_Contains(s, x);
+}
+
+}  // namespace
+
+// slots(hosts, bos, static, inter, outs, written, pre, alias_error, ns, key text, first, n,
+//       key_places, places, firsts, Slot, Placement, NO_HASH) -> (slots, bound, h2d, writes),
+// or None where the Python loop must do the call.
+PyObject* fast_slots(PyObject*, PyObject* args) {
+  SlotsArgs a{};
+  if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!O!pUUO!O!O!O!O!OOU", &PyList_Type, &a.hosts,
+                        &PyList_Type, &a.bos, &PySet_Type, &a.statics, &PySet_Type, &a.inter,
+                        &PySet_Type, &a.outs, &PyList_Type, &a.written, &PyDict_Type, &a.pre,
+                        &a.alias_error, &a.ns, &a.keytext, &PyLong_Type, &a.first, &PyLong_Type,
+                        &a.n, &PyList_Type, &a.key_places, &PyDict_Type, &a.places, &PyDict_Type,
+                        &a.firsts, &a.slot_cls, &a.placement_cls, &a.no_hash))
+    return nullptr;
+  const Py_ssize_t n_args = PyList_Size(a.hosts);
+  const Py_ssize_t n_bos = PyList_Size(a.bos);
+  if (PyList_Size(a.written) != n_args) Py_RETURN_NONE;
+  Ref slots(PyList_New(0)), bound(PyList_New(0));
+  if (!slots || !bound) return nullptr;
+  long long h2d = 0, writes = 0;
+  for (Py_ssize_t i = 0; i < n_args; ++i) {
+    Ref index(PyLong_FromSsize_t(i));
+    if (!index) return nullptr;
+    PyObject* h = PyList_GetItem(a.hosts, i);  // borrowed: the list holds it
+    int is_static = in(a.statics, index.get());
+    int is_inter = is_static ? 0 : in(a.inter, index.get());
+    int is_out = in(a.outs, index.get());
+    if (is_static < 0 || is_inter < 0 || is_out < 0) return nullptr;
+    PyObject* role = is_static ? g_static_text : is_inter ? g_intermediate_text : g_input_text;
+    PyObject* out = is_out ? Py_True : Py_False;
+    Ref hhash(PyObject_GetAttr(h, g_hash_name));
+    if (!hhash) return nullptr;
+    if (i >= n_bos) {  // no BO for it: unbound, 0 bytes
+      Ref zero(PyLong_FromLong(0));
+      if (!zero) return nullptr;
+      Ref place(PyObject_CallFunctionObjArgs(a.placement_cls, a.ns, g_unbound_text, a.keytext,
+                                             index.get(), zero.get(), a.first, nullptr));
+      Ref reuse(place ? PyList_New(2) : nullptr);
+      if (!reuse) return nullptr;
+      PyList_SetItem(reuse.get(), 0, Py_NewRef(hhash.get()));
+      PyList_SetItem(reuse.get(), 1, Py_NewRef(hhash.get()));
+      Ref s(PyObject_CallFunctionObjArgs(a.slot_cls, role, out, h, place.get(), zero.get(),
+                                         Py_False, zero.get(), a.no_hash, reuse.get(), nullptr));
+      if (!s || PyList_Append(slots.get(), s.get()) < 0) return nullptr;
+      continue;
+    }
+    PyObject* bo = PyList_GetItem(a.bos, i);  // borrowed; held below while Python runs
+    Ref held_bo(Py_NewRef(bo));
+    Ref size_got(PyObject_CallMethodObjArgs(bo, g_size_name, nullptr));
+    if (!size_got) return nullptr;
+    Ref size(PyNumber_Long(size_got.get()));  // int(bo.size())
+    if (!size) return nullptr;
+    long long size_v = 0, hb = 0;
+    Ref hbytes(PyObject_GetAttr(h, g_bytes_name));
+    if (!hbytes) return nullptr;
+    if (!as_ll(size.get(), &size_v) || !as_ll(hbytes.get(), &hb)) Py_RETURN_NONE;
+    int wrote = PyObject_IsTrue(PyList_GetItem(a.written, i));
+    if (wrote < 0) return nullptr;
+    wrote = wrote && !a.alias_error;
+    if (wrote && hb > size_v) Py_RETURN_NONE;  // larger than its BO: the Python loop hashes it
+    Ref place(key_placement(a, index.get(), i, size.get()));
+    if (!place) return nullptr;
+    Ref source(PyObject_GetAttr(h, g_source_name));
+    if (!source) return nullptr;
+    int ph = PyUnicode_Check(source.get()) && PyUnicode_Compare(source.get(), g_placeholder) == 0;
+    if (PyErr_Occurred()) return nullptr;
+    Ref nb(wrote ? Py_NewRef(hbytes.get()) : PyLong_FromLong(0));
+    if (!nb) return nullptr;
+    PyObject* wh = wrote ? hhash.get() : a.no_hash;
+    if (wrote) {
+      h2d += hb;
+      writes += 1;
+    }
+    // The BO's hash before the dispatch, as the Python loop takes it
+    PyObject* before = nullptr;  // borrowed
+    int in_pre = PyDict_Contains(a.pre, index.get());
+    if (in_pre < 0) return nullptr;
+    if (ph && in_pre) {
+      before = PyDict_GetItemWithError(a.pre, index.get());
+    } else if (wrote) {
+      before = wh;
+    } else if (in_pre) {
+      before = PyDict_GetItemWithError(a.pre, index.get());
+    } else {
+      before = hhash.get();
+    }
+    if (!before) return nullptr;
+    Ref reuse(PyList_New(2));
+    if (!reuse) return nullptr;
+    PyList_SetItem(reuse.get(), 0, Py_NewRef(before));
+    PyList_SetItem(reuse.get(), 1, Py_NewRef(a.no_hash));
+    Ref s(PyObject_CallFunctionObjArgs(a.slot_cls, role, out, h, place.get(), size.get(),
+                                       wrote ? Py_True : Py_False, nb.get(), wh, reuse.get(),
+                                       nullptr));
+    if (!s || PyList_Append(slots.get(), s.get()) < 0) return nullptr;
+    PyObject* extent = ph ? size.get() : hbytes.get();
+    Ref b(PyTuple_Pack(6, index.get(), s.get(), bo, extent, wrote ? Py_True : Py_False,
+                       ph ? Py_True : Py_False));
+    if (!b || PyList_Append(bound.get(), b.get()) < 0) return nullptr;
+  }
+  return Py_BuildValue("(OOLL)", slots.get(), bound.get(), h2d, writes);
+}
+
+bool fast_slots_init() {
+  for (const Interned& n : kInterned)
+    if (!*n.slot && !(*n.slot = PyUnicode_InternFromString(n.text))) return false;
+  return true;
+}
