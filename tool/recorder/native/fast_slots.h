@@ -1,6 +1,8 @@
 // _bod_fast's functions of a call's slots (fast_slots.cpp), in fast_ext.cpp's method table.
 #pragma once
 
+typedef struct _object PyObject;  // as Python.h declares it
+
 // slots(...): the slot loop of CallCapture._after (fast_slots.cpp)
 PyObject* fast_slots(PyObject*, PyObject* args);
 // Interns the names fast_slots uses; false with an error set.
