@@ -2,6 +2,7 @@
 Python code they stand in for: `facts` against what `describe` reads of an array, `hash_buffer`
 against the mapping's hash taken with numpy, and whole spools of recorded programs written with
 and without them (BOD_RECORD_NO_FAST=1), which must be the same bytes."""
+import dataclasses
 import json
 import os
 import subprocess
@@ -13,7 +14,7 @@ import support
 import numpy as np
 
 from bo_doctor import _fast
-from bo_doctor._capture import slot_loop, zero_strides
+from bo_doctor._capture import after_loop, slot_loop, zero_strides
 from bo_doctor._hashing import NO_HASH
 from bo_doctor._records import Host, Placement, Slot
 from bo_doctor._hashing import quick_hash, array_hash
@@ -319,6 +320,67 @@ class SlotLoop(unittest.TestCase):
             NATIVE.slots([Host([4], "i8", 4, "a" * 16, "var", "arg0", 0)], [Broken()], set(),
                          set(), set(), [True], {}, False, "c", "k", 1, 5, [], {}, {}, Slot,
                          Placement, NO_HASH)
+
+
+class FakeTable:
+    """The BO table as after_loop uses it; every hash and remember noted in order."""
+    def __init__(self, rng):
+        self.rng, self.log, self.assumed, self.changed = rng, [], set(), {}
+
+    def hash(self, bo, nbytes, sync):
+        h = NO_HASH if self.rng.integers(8) == 0 else "%016x" % int(self.rng.integers(4))
+        self.log.append(("hash", id(bo), nbytes, sync, h))
+        return h
+
+    def remember(self, bo, nbytes, h):
+        self.log.append(("remember", id(bo), nbytes, h))
+
+
+@unittest.skipIf(NATIVE is None, "no native helpers here: " + _fast.why)
+class AfterLoop(unittest.TestCase):
+    """The native `after` against the Python `after_loop` on random bound slots: the same
+    reads and remembered hashes in the same order, the same reuse[1], lists and changes."""
+
+    def test_the_same_reads_as_the_python_loop(self):
+        rng = np.random.default_rng(11)
+        hashes = [NO_HASH] + ["%016x" % k for k in range(4)]
+        for _ in range(800):
+            n_args = int(rng.integers(0, 9))
+            bos = [FakeBo(64) for _ in range(int(rng.integers(1, 4)))]
+            bound = []
+            for i in range(n_args):
+                if rng.integers(5) == 0:
+                    continue  # unbound
+                host = Host([4], "i8", 4, "a" * 16, str(rng.choice(["var", "view", "tensor"])),
+                            "arg%d" % i, 0)
+                place = Placement("c", str(rng.choice(["key", "shared"])), "k", i, 64, 1)
+                s = Slot("input", False, host, place, 64, False, 0, NO_HASH,
+                         [str(rng.choice(hashes)), NO_HASH])
+                bound.append((i, s, bos[int(rng.integers(len(bos)))], int(rng.integers(1, 64)),
+                              bool(rng.integers(2)), bool(rng.integers(2))))
+            outs = {int(i) for i in rng.choice(max(n_args, 1), int(rng.integers(3)))}
+            static = {int(i) for i in rng.choice(max(n_args, 1), int(rng.integers(4)))}
+            flags = [bool(rng.integers(2)) for _ in range(3)]
+            shadow = bool(rng.integers(2))
+            assumed_before = [i for i in range(n_args) if rng.integers(2)]
+            seed = int(rng.integers(1 << 30))
+            sides = []
+            for native in (True, False):
+                local = np.random.default_rng(seed)
+                table = FakeTable(local)
+                b = [(i, dataclasses.replace(s, reuse=list(s.reuse)), bo, e, w, p)
+                     for i, s, bo, e, w, p in bound]
+                opened = []
+
+                def missed_open(ns, key, i, local=local, opened=opened):
+                    opened.append((ns, key, i))
+                    return bool(local.integers(2))
+                args = (b, set(outs), set(static), flags[0], flags[1], flags[2], table,
+                        missed_open if shadow else None, "c", "k", [], [], assumed_before, 7)
+                changes = NATIVE.after(*args, NO_HASH) if native else after_loop(*args)
+                sides.append((changes, table.log, table.assumed, table.changed,
+                               [s.reuse for _, s, *_ in b], args[10], args[11], opened))
+            self.assertEqual(sides[0], sides[1])
 
 
 # Other interpreters a user's venv may run: BOD_TEST_PYTHONS (colon-separated paths), else

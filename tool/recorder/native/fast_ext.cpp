@@ -909,7 +909,7 @@ PyObject* fast_set_ndarray(PyObject*, PyObject* cls) {
 
 // The version of this module's functions; _fast.py loads only the one it was written for.
 PyObject* fast_api_version(PyObject*, PyObject*) {
-  // 2: block_hashes; 3: write, register(..., frozen), describe; 4: slots
+  // 2: block_hashes; 3: write, register(..., frozen), describe; 4: slots, after
   return PyLong_FromLong(4);
 }
 
@@ -936,6 +936,9 @@ PyMethodDef kMethods[] = {
      "slots(hosts, bos, static, inter, outs, written, pre, alias_error, ns, key text, first, n, "
      "key_places, places, firsts, Slot, Placement, NO_HASH) -> (slots, bound, h2d, writes), or "
      "None"},
+    {"after", fast_after, METH_VARARGS,
+     "after(bound, outs, static, lazy_call, sampled, error, table, missed_open, ns, bo_key, "
+     "assumed, unread_after, assumed_before, n, NO_HASH) -> {id(bo): (wrote, kernel changed)}"},
     {"register", fast_register, METH_VARARGS,
      "register(cls, names, omit, frozen=False): write cls's instances as objects of these "
      "fields (frozen: each instance's text is kept)"},

@@ -18,10 +18,18 @@ PyObject* g_input_text = nullptr;
 PyObject* g_key_text = nullptr;
 PyObject* g_unbound_text = nullptr;
 PyObject* g_placeholder = nullptr;
-PyObject* g_hash_name = nullptr;
 PyObject* g_bytes_name = nullptr;
 PyObject* g_source_name = nullptr;
 PyObject* g_size_name = nullptr;
+PyObject* g_reuse_name = nullptr;
+PyObject* g_bo_name = nullptr;
+PyObject* g_host_name = nullptr;
+PyObject* g_pool_name = nullptr;
+PyObject* g_view_text = nullptr;
+PyObject* g_hash_name = nullptr;
+PyObject* g_remember_name = nullptr;
+PyObject* g_assumed_name = nullptr;
+PyObject* g_changed_name = nullptr;
 
 struct Interned {
   PyObject** slot;
@@ -33,6 +41,10 @@ const Interned kInterned[] = {
     {&g_unbound_text, "unbound"}, {&g_placeholder, "placeholder"},
     {&g_hash_name, "hash"},       {&g_bytes_name, "bytes"},
     {&g_source_name, "source"},   {&g_size_name, "size"},
+    {&g_reuse_name, "reuse"},     {&g_bo_name, "bo"},
+    {&g_host_name, "host"},       {&g_pool_name, "pool"},
+    {&g_view_text, "view"},       {&g_remember_name, "remember"},
+    {&g_assumed_name, "assumed"}, {&g_changed_name, "changed"},
 };
 
 // Owned references, released at scope end.
@@ -235,6 +247,150 @@ PyObject* fast_slots(PyObject*, PyObject* args) {
     if (!b || PyList_Append(bound.get(), b.get()) < 0) return nullptr;
   }
   return Py_BuildValue("(OOLL)", slots.get(), bound.get(), h2d, writes);
+}
+
+namespace {
+
+// Whether o equals the str s: 1, 0, or -1 with an error set (o's own == for a str subclass or
+// another type, as Python's == would).
+int str_eq(PyObject* o, PyObject* s) {
+  return PyObject_RichCompareBool(o, s, Py_EQ);
+}
+
+// Whether the bool or int o, from the Python caller, is true: as PyObject_IsTrue.
+int truth(PyObject* o) {
+  return PyObject_IsTrue(o);
+}
+
+// (a, b) of bools
+PyObject* pair(bool a, bool b) {
+  return PyTuple_Pack(2, a ? Py_True : Py_False, b ? Py_True : Py_False);
+}
+
+}  // namespace
+
+// after(bound, outs, static, lazy_call, sampled, error, table, missed_open, ns, bo_key, assumed,
+//       unread_after, assumed_before, n, NO_HASH) -> changes: _capture.py `after_loop`, step for
+// step (the BO table's hash and remember called as they are there).
+PyObject* fast_after(PyObject*, PyObject* args) {
+  PyObject *bound, *outs, *statics, *table, *missed_open, *ns, *bo_key, *assumed, *unread_after,
+      *assumed_before, *n, *no_hash;
+  int lazy_call = 0, sampled = 0, error = 0;
+  if (!PyArg_ParseTuple(args, "O!O!O!pppOOOOO!O!OOO", &PyList_Type, &bound, &PySet_Type, &outs,
+                        &PySet_Type, &statics, &lazy_call, &sampled, &error, &table, &missed_open,
+                        &ns, &bo_key, &PyList_Type, &assumed, &PyList_Type, &unread_after,
+                        &assumed_before, &n, &no_hash))
+    return nullptr;
+  Ref changes(PyDict_New());
+  Ref hash_fn(PyObject_GetAttr(table, g_hash_name));
+  Ref remember(hash_fn ? PyObject_GetAttr(table, g_remember_name) : nullptr);
+  Ref table_assumed(remember ? PyObject_GetAttr(table, g_assumed_name) : nullptr);
+  Ref changed(table_assumed ? PyObject_GetAttr(table, g_changed_name) : nullptr);
+  if (!changes || !changed) return nullptr;
+  Ref zero(PyLong_FromLong(0)), one(PyLong_FromLong(1));
+  if (!zero || !one) return nullptr;
+  const Py_ssize_t count = PyList_Size(bound);
+  for (Py_ssize_t k = 0; k < count; ++k) {
+    Ref entry(Py_NewRef(PyList_GetItem(bound, k)));      // held: Python code runs below
+    PyObject *index, *s, *bo, *extent, *wrote_o, *ph_o;  // borrowed from entry
+    if (!PyArg_ParseTuple(entry.get(), "OOOOOO", &index, &s, &bo, &extent, &wrote_o, &ph_o))
+      return nullptr;
+    const int wrote = truth(wrote_o), ph = truth(ph_o);
+    if (wrote < 0 || ph < 0) return nullptr;
+    Ref reuse(PyObject_GetAttr(s, g_reuse_name));
+    Ref before(reuse ? PyObject_GetItem(reuse.get(), zero.get()) : nullptr);
+    if (!before) return nullptr;
+    // lazy = lazy_call and i not in outs and s.bo.pool == "key" and s.host.source != "view"
+    int lazy = lazy_call;
+    if (lazy) {
+      int r = PySet_Contains(outs, index);
+      if (r < 0) return nullptr;
+      lazy = !r;
+    }
+    if (lazy) {
+      Ref place(PyObject_GetAttr(s, g_bo_name));
+      Ref pool(place ? PyObject_GetAttr(place.get(), g_pool_name) : nullptr);
+      int r = pool ? str_eq(pool.get(), g_key_text) : -1;
+      if (r < 0) return nullptr;
+      lazy = r;
+    }
+    if (lazy) {
+      Ref host(PyObject_GetAttr(s, g_host_name));
+      Ref source(host ? PyObject_GetAttr(host.get(), g_source_name) : nullptr);
+      int r = source ? PyObject_RichCompareBool(source.get(), g_view_text, Py_NE) : -1;
+      if (r < 0) return nullptr;
+      lazy = r;
+    }
+    int is_static = PySet_Contains(statics, index);
+    if (is_static < 0) return nullptr;
+    int before_read = PyObject_RichCompareBool(before.get(), no_hash, Py_NE);
+    if (before_read < 0) return nullptr;
+    Ref after;
+    if (lazy && is_static && !wrote && !sampled && before_read) {
+      // A skipped static slot between its key's sampled calls: not read again.
+      after.reset(Py_NewRef(before.get()));
+      if (PyList_Append(assumed, index) < 0) return nullptr;
+    } else {
+      int unread = lazy && !ph && !is_static;
+      if (unread && missed_open != Py_None) {
+        Ref open(PyObject_CallFunctionObjArgs(missed_open, ns, bo_key, index, nullptr));
+        int r = open ? truth(open.get()) : -1;
+        if (r < 0) return nullptr;
+        unread = !r;
+      }
+      if (unread) {  // read before the next call that needs its bytes, not now
+        after.reset(Py_NewRef(no_hash));
+        if (PyList_Append(unread_after, index) < 0) return nullptr;
+      } else if (error) {
+        after.reset(Py_NewRef(before.get()));
+      } else {
+        int in_outs = PySet_Contains(outs, index);
+        if (in_outs < 0) return nullptr;
+        Ref kw(Py_BuildValue("{s:O}", "sync", in_outs ? Py_False : Py_True));
+        Ref pargs(kw ? PyTuple_Pack(2, bo, extent) : nullptr);
+        after.reset(pargs ? PyObject_Call(hash_fn.get(), pargs.get(), kw.get()) : nullptr);
+        if (!after) return nullptr;
+      }
+    }
+    if (PyObject_SetItem(reuse.get(), one.get(), after.get()) < 0) return nullptr;
+    int after_read = PyObject_RichCompareBool(after.get(), no_hash, Py_NE);
+    if (after_read < 0) return nullptr;
+    Ref id(PyLong_FromVoidPtr(bo));  // id(bo)
+    if (!id) return nullptr;
+    if (!error && after_read) {
+      Ref r(PyObject_CallFunctionObjArgs(remember.get(), bo, extent, after.get(), nullptr));
+      if (!r) return nullptr;
+      // i in assumed or i in assumed_before and after == before and not sampled
+      int add = PySequence_Contains(assumed, index);
+      if (add < 0) return nullptr;
+      if (!add) {
+        add = PySequence_Contains(assumed_before, index);
+        if (add > 0) add = PyObject_RichCompareBool(after.get(), before.get(), Py_EQ);
+        if (add > 0) add = !sampled;
+        if (add < 0) return nullptr;
+      }
+      if (add && PySet_Add(table_assumed.get(), id.get()) < 0) return nullptr;
+    }
+    int kernel_changed = before_read && after_read;
+    if (kernel_changed) {
+      kernel_changed = PyObject_RichCompareBool(after.get(), before.get(), Py_NE);
+      if (kernel_changed < 0) return nullptr;
+    }
+    if ((wrote || kernel_changed) && PyObject_SetItem(changed.get(), id.get(), n) < 0)
+      return nullptr;
+    PyObject* got = PyDict_GetItemWithError(changes.get(), id.get());  // borrowed
+    if (!got && PyErr_Occurred()) return nullptr;
+    bool w = wrote, c = kernel_changed;
+    if (got) {
+      int g0 = truth(PyTuple_GetItem(got, 0)), g1 = truth(PyTuple_GetItem(got, 1));
+      if (g0 < 0 || g1 < 0) return nullptr;
+      w = g0 || wrote;
+      c = g1 || kernel_changed;
+    }
+    Ref value(pair(w, c));
+    if (!value || PyDict_SetItem(changes.get(), id.get(), value.get()) < 0) return nullptr;
+  }
+  return changes.release();
 }
 
 bool fast_slots_init() {

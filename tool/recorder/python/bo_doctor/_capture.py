@@ -60,6 +60,16 @@ def _native_slots():
 
 
 _SLOTS = _native_slots()
+
+
+def _native_after():
+    """The native `after` (_fast.py), or None."""
+    from . import _fast
+    m = _fast.module()
+    return m.after if m is not None else None
+
+
+_AFTER = _native_after()
 # With the native serializer a Host's JSON text is never used: describe keeps none (a HostX,
 # never changed once made, is shared per value).
 _NATIVE_LINES = _records_native is not None
@@ -318,6 +328,48 @@ def slot_loop(inputs, hosts, bos, static, inter, out_set, written, pre, alias_er
         slots.append(s)
         bound.append((i, s, bo, extent, wrote, ph))
     return slots, bound, h2d, writes
+
+
+def after_loop(bound, out_set, static, lazy_call, sampled, error, table, missed_open, ns, bo_key,
+               assumed, unread_after, assumed_before, n):
+    """Each bound slot's bytes after the dispatch (its Slot's reuse[1]), read or not as a check
+    needs them, and remembered in the BO table: {id(bo): (this call wrote it, its kernel changed
+    it)}. bound: slot_loop's; lazy_call: the call's slots may be left unread; missed_open(ns,
+    key, i): whether missed-static reads slot i after the dispatch (None: not with --shadow).
+    Appends to assumed (static slots not read again) and unread_after. The native `after`
+    (fast_slots.cpp) does the same."""
+    changes = {}  # id(bo) -> (this call wrote it, its kernel changed it)
+    for i, s, bo, extent, wrote, ph in bound:
+        reuse = s.reuse
+        before = reuse[0]
+        lazy = lazy_call and i not in out_set and s.bo.pool == "key" and \
+            s.host.source != "view"
+        if lazy and i in static and not wrote and not sampled and before != NO_HASH:
+            # A skipped static slot between its key's sampled calls: not read again; its
+            # bytes are taken to be those read before (docs/recording.md).
+            after = before
+            assumed.append(i)
+        elif lazy and not ph and i not in static and \
+                not (missed_open is not None and missed_open(ns, bo_key, i)):
+            # An input or intermediate the call does not return: read before the next call
+            # that needs its bytes, not now.
+            after = NO_HASH
+            unread_after.append(i)
+        else:
+            after = before if error else table.hash(bo, extent, sync=i not in out_set)
+        reuse[1] = after
+        if not error and after != NO_HASH:
+            table.remember(bo, extent, after)
+            if i in assumed or i in assumed_before and after == before and not sampled:
+                table.assumed.add(id(bo))
+        kernel_changed = before != NO_HASH and after != NO_HASH and after != before
+        if wrote or kernel_changed:
+            table.changed[id(bo)] = n
+        k = id(bo)
+        got = changes.get(k)
+        changes[k] = (wrote, kernel_changed) if got is None else \
+            (got[0] or wrote, got[1] or kernel_changed)
+    return changes
 
 
 class CallCapture:
@@ -606,39 +658,13 @@ class CallCapture:
             STATS["hashed_shadow"] += STATS["bytes_hashed"] - b1
             b0 += STATS["bytes_hashed"] - b1
         lazy_call = self.lazy_after and not error and not shadowed
-        changes = {}  # id(bo) -> (this call wrote it, its kernel changed it)
-        table, sampled, assumed = rec.bos, self.sampled, self.assumed
-        for i, s, bo, extent, wrote, ph in bound:
-            reuse = s.reuse
-            before = reuse[0]
-            lazy = lazy_call and i not in out_set and s.bo.pool == "key" and \
-                s.host.source != "view"
-            if lazy and i in static and not wrote and not sampled and before != NO_HASH:
-                # A skipped static slot between its key's sampled calls: not read again; its
-                # bytes are taken to be those read before (docs/recording.md).
-                after = before
-                assumed.append(i)
-            elif lazy and not ph and i not in static and \
-                    not (rec.shadow and rec.missed_static_open(ns, call.bo_key, i)):
-                # An input or intermediate the call does not return: read before the next call
-                # that needs its bytes, not now.
-                after = NO_HASH
-                self.unread_after.append(i)
-            else:
-                after = before if error else table.hash(bo, extent, sync=i not in out_set)
-            reuse[1] = after
-            if not error and after != NO_HASH:
-                table.remember(bo, extent, after)
-                if i in assumed or i in self.assumed_before and after == before and \
-                        not sampled:
-                    table.assumed.add(id(bo))
-            kernel_changed = before != NO_HASH and after != NO_HASH and after != before
-            if wrote or kernel_changed:
-                table.changed[id(bo)] = n
-            k = id(bo)
-            got = changes.get(k)
-            changes[k] = (wrote, kernel_changed) if got is None else \
-                (got[0] or wrote, got[1] or kernel_changed)
+        loop_args = (bound, out_set, static, bool(lazy_call), bool(self.sampled), bool(error),
+                     rec.bos, rec.missed_static_open if rec.shadow else None, ns, call.bo_key,
+                     self.assumed, self.unread_after, self.assumed_before, n)
+        changes = _AFTER(*loop_args, NO_HASH) if _AFTER is not None and type(static) is set \
+            else None
+        if changes is None:
+            changes = after_loop(*loop_args)
         if self.unread_before:
             call.x.bo_unread_before = self.unread_before
         if self.unread_after:
