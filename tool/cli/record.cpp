@@ -286,8 +286,14 @@ CommandResult cmd_record(const RecordOptions& o) {
         spool, std::string("cannot create the recorder's spool folder: ") + std::strerror(errno),
         Exit::bad_input});
   auto drop_spool = [&] {
-    std::error_code ec;
-    fs::remove_all(spool, ec);
+    // A helper process of the program that is still starting may add its file while the
+    // folder is removed: removed again, for at most half a second.
+    for (int k = 0; k < 10; ++k) {
+      std::error_code ec;
+      fs::remove_all(spool, ec);
+      if (!fs::exists(spool, ec) && !ec) return;
+      ::usleep(50000);
+    }
   };
   spdlog::info("recording {} (spool folder {})", o.command[0], spool);
   auto rc = run_child(o, spool);

@@ -99,7 +99,9 @@ class Hostile(unittest.TestCase):
         with open(self.user) as f:
             self.assertEqual(f.read(), user_text, "the user's file changed")
         left = [n for n in os.listdir(self.dir) if ".spool" in n]
-        self.assertEqual(left, [], "spool left behind: %s\n%s" % (left, err))
+        inside = [os.listdir(os.path.join(self.dir, n)) if os.path.isdir(
+            os.path.join(self.dir, n)) else "(a file)" for n in left]
+        self.assertEqual(left, [], "spool left behind: %s %s\n%s" % (left, inside, err))
         if calls is None:
             self.assertFalse(os.path.exists(os.path.join(self.dir, "trace.jsonl")), err)
             self.assertIn("nothing recorded", err)

@@ -148,6 +148,23 @@ class ChildEnvironment(unittest.TestCase):
                          {b"X": b"1", b"BOD_RECORD_SPOOL": b"/s", b"PYTHONPATH": b"/rec"})
 
 
+class LateChild(unittest.TestCase):
+    def test_a_child_that_starts_after_the_recording_ended_runs_unrecorded(self):
+        # A helper process of a recorded program whose interpreter comes up after the program
+        # exited and the spool folder was removed: it runs as it would, creates nothing.
+        import subprocess
+        import sys
+        with tempfile.TemporaryDirectory(prefix="bod_late_") as d:
+            gone = os.path.join(d, "trace.jsonl.spool.1")
+            env = dict(os.environ, BOD_RECORD_SPOOL=gone, BOD_RECORD_STARTED="1",
+                       PYTHONPATH=support.RECORDER)
+            r = subprocess.run([sys.executable, "-c", "print(6 * 7)"], env=env, cwd=d,
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual((r.returncode, r.stdout), (0, "42\n"), r.stderr)
+            self.assertIn("the recording it was started in has ended", r.stderr)
+            self.assertEqual(os.listdir(d), [])
+
+
 class SpoolFailure(unittest.TestCase):
     def test_a_spool_that_cannot_be_written_never_raises_into_the_program(self):
         with tempfile.TemporaryDirectory(prefix="bod_spool_fail_") as d:

@@ -318,7 +318,24 @@ def install_from_environment(folder=None):
         return _recorder
     target = parse_target(os.environ.get("BOD_RECORD_TARGET", ""))
     where = os.environ["BOD_RECORD_SPOOL"]
-    spool = Spool.in_folder(where) if os.path.isdir(where) else Spool(where)
+    started = bool(os.environ.get("BOD_RECORD_STARTED"))  # a child of a recorded program
+    spool = None
+    try:
+        if os.path.isdir(where):
+            spool = Spool.in_folder(where)
+        elif not started:
+            spool = Spool(where)
+    except FileNotFoundError:  # the folder went meanwhile
+        if not started:
+            raise
+    if spool is None:
+        # A child of a recorded program that starts once the recording has ended (a helper
+        # process that came up after the program exited and `bo-doctor record` assembled the
+        # trace, e.g. multiprocessing's resource tracker): it runs unrecorded, and never creates
+        # the spool folder's name as a file of its own.
+        sys.stderr.write("bo-doctor record: process %d is not recorded: the recording it was "
+                         "started in has ended (%s is gone)\n" % (os.getpid(), where))
+        return None
     mode = os.environ.get("BOD_RECORD_SHADOW", "")
     _recorder = Recorder(spool, target, "all" if mode == "all" else mode == "1",
                          os.environ.get("BOD_RECORD_LABELS") == "explicit")
