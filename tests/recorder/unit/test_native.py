@@ -14,7 +14,9 @@ import support
 import numpy as np
 
 from bo_doctor import _fast
-from bo_doctor._capture import after_loop, slot_loop, zero_strides
+from bo_doctor import _bos
+from bo_doctor._bos import BoTable
+from bo_doctor._capture import after_loop, pre_loop, slot_loop, zero_strides
 from bo_doctor._hashing import NO_HASH
 from bo_doctor._records import Host, Placement, Slot
 from bo_doctor._hashing import quick_hash, array_hash
@@ -377,9 +379,149 @@ class AfterLoop(unittest.TestCase):
                     return bool(local.integers(2))
                 args = (b, set(outs), set(static), flags[0], flags[1], flags[2], table,
                         missed_open if shadow else None, "c", "k", [], [], assumed_before, 7)
-                changes = NATIVE.after(*args, NO_HASH) if native else after_loop(*args)
+                changes = NATIVE.after(*args, NO_HASH, False) if native else after_loop(*args)
                 sides.append((changes, table.log, table.assumed, table.changed,
                                [s.reuse for _, s, *_ in b], args[10], args[11], opened))
+            self.assertEqual(sides[0], sides[1])
+
+
+class LoggedBo:
+    """A BO whose reads are logged (the engine-visible calls must be the same, in order)."""
+    def __init__(self, log, k, size, data):
+        self.log, self.k, self._size, self.data = log, k, size, data
+        self.moved = False
+
+    def address(self):
+        self.log.append(("address", self.k))
+        if self.k == 3:
+            raise RuntimeError("no address")  # identity None
+        return 0x1000 * (self.k + 1) + (1 if self.moved else 0)
+
+    def size(self):
+        self.log.append(("size", self.k))
+        return self._size
+
+    def sync(self, direction):
+        self.log.append(("sync", self.k))
+
+    def map(self):
+        self.log.append(("map", self.k))
+        return self.data
+
+
+def table_from(spec, bos):
+    """A BoTable in the state `spec` gives: (reuse, reading, known, viewed, assumed)."""
+    reuse, reading, known, viewed, assumed = spec
+    t = BoTable(reuse=reuse)
+    for k, (ident_ok, hashes) in known.items():
+        ident = (0x1000 * (k + 1), bos[k]._size) if ident_ok else (1, 1)
+        t.known[id(bos[k])] = (ident, dict(hashes))
+    t.viewed = {id(bos[k]) for k in viewed}
+    t.assumed = {id(bos[k]) for k in assumed}
+    if reading:
+        t.reading()
+    return t
+
+
+def table_state(t, bos):
+    index = {id(bo): k for k, bo in enumerate(bos)}
+    return ({index[i]: v for i, v in t.known.items()}, sorted(index[i] for i in t.assumed),
+            None if t._ids is None else {index[i]: (index[id(b)], ident)
+                                         for i, (b, ident) in t._ids.items()})
+
+
+@unittest.skipIf(NATIVE is None, "no native helpers here: " + _fast.why)
+class BoReads(unittest.TestCase):
+    """The native `pre_reads`, and `after` with the BO table's remember done natively, against
+    the Python `pre_loop` and `after_loop` on a real BoTable: the same BO calls in the same
+    order, the same hashes and the same table afterwards."""
+
+    def setUp(self):
+        self.saved = _bos._from_device
+        _bos._from_device = "FROM_DEVICE"  # no pyxrt here: the direction is only passed on
+
+    def tearDown(self):
+        _bos._from_device = self.saved
+
+    def scenario(self, rng):
+        n_args = int(rng.integers(0, 9))
+        log = []
+        bos = [LoggedBo(log, k, int(rng.choice([64, 128])),
+                        bytes(rng.integers(0, 3, 128, dtype=np.uint8)))
+               for k in range(int(rng.integers(1, 5)))]
+        slot_bos = [bos[int(rng.integers(len(bos)))] for _ in range(n_args)]
+        hosts = []
+        for i in range(n_args):
+            source = str(rng.choice(["var", "tensor", "placeholder", "view"]))
+            nbytes = 0 if source == "placeholder" else int(rng.choice([32, 64, 128]))
+            hosts.append(Host([nbytes], "i8", nbytes, "a" * 16, source, "arg%d" % i, 0))
+        hashes = lambda: {int(n): "%016x" % int(rng.integers(3))
+                          for n in rng.choice([32, 64, 128], int(rng.integers(3)))}
+        known = {k: (bool(rng.integers(4)), hashes()) for k in range(len(bos))
+                 if rng.integers(3)}
+        spec = (bool(rng.integers(5)), bool(rng.integers(4)), known,
+                [k for k in range(len(bos)) if rng.integers(5) == 0],
+                [k for k in range(len(bos)) if rng.integers(3) == 0])
+        pick = lambda: {int(i) for i in rng.choice(max(n_args, 1), int(rng.integers(4)))}
+        return log, bos, slot_bos, hosts, spec, pick
+
+    def test_pre_reads_as_the_python_loop(self):
+        rng = np.random.default_rng(5)
+        for _ in range(500):
+            log, bos, slot_bos, hosts, spec, pick = self.scenario(rng)
+            n_args = len(hosts)
+            written = [bool(rng.integers(2)) for _ in range(n_args)]
+            sets = [pick() for _ in range(4)]  # static, inter, outs, new_data
+            pooled = {id(b) for b in bos if rng.integers(4) == 0}
+            flags = [bool(rng.integers(2)) for _ in range(4)]  # lazy, left_ok, reuse, sampled
+            seed = int(rng.integers(1 << 30))
+            sides = []
+            for native in (True, False):
+                del log[:]
+                local = np.random.default_rng(seed)
+                table = table_from(spec, bos)
+                asked = []
+
+                def verified(ns, key, i, sampled, local=local, asked=asked):
+                    asked.append((ns, key, i, sampled))
+                    return bool(local.integers(2))
+                out = ({}, [], set(), [])
+                args = (hosts, list(slot_bos), written, set(sets[0]), set(sets[1]),
+                        set(sets[2]), set(sets[3]), set(pooled), flags[0], flags[1], flags[2],
+                        table, verified, "c", "k", flags[3]) + out
+                got = NATIVE.pre_reads(*args, NO_HASH) if native else pre_loop(*args)
+                sides.append((got, out, list(log), asked, table_state(table, bos)))
+            self.assertIsNotNone(sides[0][0])
+            self.assertEqual(sides[0], sides[1])
+
+    def test_after_with_the_native_remember_as_the_python_loop(self):
+        rng = np.random.default_rng(6)
+        for _ in range(500):
+            log, bos, slot_bos, hosts, spec, pick = self.scenario(rng)
+            bound = []
+            for i, (h, bo) in enumerate(zip(hosts, slot_bos)):
+                s = Slot("input", False, h, Placement("c", "key", "k", i, 64, 1), 64, False, 0,
+                         NO_HASH, [str(rng.choice([NO_HASH, "%016x" % 1])), NO_HASH])
+                bound.append((i, s, bo, int(rng.choice([32, 64, 128])), bool(rng.integers(2)),
+                              h.source == "placeholder"))
+            flags = [bool(rng.integers(2)) for _ in range(3)]
+            outs, static = pick(), pick()
+            assumed_before = sorted(pick())
+            moved = [b for b in bos if rng.integers(4) == 0]
+            sides = []
+            for native in (True, False):
+                del log[:]
+                table = table_from(spec, bos)
+                for b in bos:
+                    b.moved = b in moved  # a new identity for these
+                b2 = [(i, dataclasses.replace(s, reuse=list(s.reuse)), bo, e, w, p)
+                      for i, s, bo, e, w, p in bound]
+                args = (b2, set(outs), set(static), flags[0], flags[1], flags[2], table, None,
+                        "c", "k", [], [], assumed_before, 7)
+                changes = NATIVE.after(*args, NO_HASH, True) if native else after_loop(*args)
+                sides.append((changes, list(log), table_state(table, bos), table.changed and
+                              sorted(table.changed.values()), [s.reuse for _, s, *_ in b2],
+                              args[10], args[11]))
             self.assertEqual(sides[0], sides[1])
 
 

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "core/hash.h"
+#include "fast_bos.h"
 #include "fast_slots.h"
 
 namespace {
@@ -909,7 +910,7 @@ PyObject* fast_set_ndarray(PyObject*, PyObject* cls) {
 
 // The version of this module's functions; _fast.py loads only the one it was written for.
 PyObject* fast_api_version(PyObject*, PyObject*) {
-  // 2: block_hashes; 3: write, register(..., frozen), describe; 4: slots, after
+  // 2: block_hashes; 3: write, register(..., frozen), describe; 4: slots, after, pre_reads
   return PyLong_FromLong(4);
 }
 
@@ -938,7 +939,12 @@ PyMethodDef kMethods[] = {
      "None"},
     {"after", fast_after, METH_VARARGS,
      "after(bound, outs, static, lazy_call, sampled, error, table, missed_open, ns, bo_key, "
-     "assumed, unread_after, assumed_before, n, NO_HASH) -> {id(bo): (wrote, kernel changed)}"},
+     "assumed, unread_after, assumed_before, n, NO_HASH, native_table) -> {id(bo): (wrote, "
+     "kernel changed)}"},
+    {"pre_reads", fast_pre_reads, METH_VARARGS,
+     "pre_reads(hosts, bos, written, static, inter, outs, new_data, pooled, lazy, left_ok, reuse, "
+     "table, left_verified, ns, key, sampled, pre, unread_before, left, assumed_before, NO_HASH) "
+     "-> hashes reused, or None"},
     {"register", fast_register, METH_VARARGS,
      "register(cls, names, omit, frozen=False): write cls's instances as objects of these "
      "fields (frozen: each instance's text is kept)"},
@@ -959,6 +965,6 @@ PyModuleDef kModule = {PyModuleDef_HEAD_INIT,
 PyMODINIT_FUNC PyInit__bod_fast() {
   for (const Interned& n : kInterned)
     if (!*n.slot && !(*n.slot = PyUnicode_InternFromString(n.text))) return nullptr;
-  if (!fast_slots_init()) return nullptr;
+  if (!fast_slots_init() || !fast_bos_init()) return nullptr;
   return PyModule_Create(&kModule);
 }

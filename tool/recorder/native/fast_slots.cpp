@@ -10,6 +10,8 @@
 
 #include <Python.h>
 
+#include "fast_bos.h"
+
 namespace {
 
 PyObject* g_static_text = nullptr;
@@ -271,16 +273,20 @@ PyObject* pair(bool a, bool b) {
 
 // after(bound, outs, static, lazy_call, sampled, error, table, missed_open, ns, bo_key, assumed,
 //       unread_after, assumed_before, n, NO_HASH) -> changes: _capture.py `after_loop`, step for
-// step (the BO table's hash and remember called as they are there).
+// step (the BO table's hash called as it is there, its remember too unless native_table).
 PyObject* fast_after(PyObject*, PyObject* args) {
   PyObject *bound, *outs, *statics, *table, *missed_open, *ns, *bo_key, *assumed, *unread_after,
       *assumed_before, *n, *no_hash;
-  int lazy_call = 0, sampled = 0, error = 0;
-  if (!PyArg_ParseTuple(args, "O!O!O!pppOOOOO!O!OOO", &PyList_Type, &bound, &PySet_Type, &outs,
+  int lazy_call = 0, sampled = 0, error = 0, native_table = 0;
+  if (!PyArg_ParseTuple(args, "O!O!O!pppOOOOO!O!OOOp", &PyList_Type, &bound, &PySet_Type, &outs,
                         &PySet_Type, &statics, &lazy_call, &sampled, &error, &table, &missed_open,
                         &ns, &bo_key, &PyList_Type, &assumed, &PyList_Type, &unread_after,
-                        &assumed_before, &n, &no_hash))
+                        &assumed_before, &n, &no_hash, &native_table))
     return nullptr;
+  // The table's remember done here (native_table: the table is the recorder's BoTable)
+  BoTableView t;
+  if (native_table && !t.open(table)) return nullptr;
+  const bool own_remember = native_table && t.exact;
   Ref changes(PyDict_New());
   Ref hash_fn(PyObject_GetAttr(table, g_hash_name));
   Ref remember(hash_fn ? PyObject_GetAttr(table, g_remember_name) : nullptr);
@@ -358,8 +364,12 @@ PyObject* fast_after(PyObject*, PyObject* args) {
     Ref id(PyLong_FromVoidPtr(bo));  // id(bo)
     if (!id) return nullptr;
     if (!error && after_read) {
-      Ref r(PyObject_CallFunctionObjArgs(remember.get(), bo, extent, after.get(), nullptr));
-      if (!r) return nullptr;
+      if (own_remember) {
+        if (t.remember(bo, extent, after.get(), no_hash) < 0) return nullptr;
+      } else {
+        Ref r(PyObject_CallFunctionObjArgs(remember.get(), bo, extent, after.get(), nullptr));
+        if (!r) return nullptr;
+      }
       // i in assumed or i in assumed_before and after == before and not sampled
       int add = PySequence_Contains(assumed, index);
       if (add < 0) return nullptr;

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._bos import BoTable
 from ._frames import iteration_key, iteration_keys, loops_and_caller
 from . import _hashing
 from ._hashing import NO_HASH, STATS, array_hash, bytes_of
@@ -70,6 +71,16 @@ def _native_after():
 
 
 _AFTER = _native_after()
+
+
+def _native_pre_reads():
+    """The native `pre_reads` (_fast.py), or None."""
+    from . import _fast
+    m = _fast.module()
+    return m.pre_reads if m is not None else None
+
+
+_PRE = _native_pre_reads()
 # With the native serializer a Host's JSON text is never used: describe keeps none (a HostX,
 # never changed once made, is shared per value).
 _NATIVE_LINES = _records_native is not None
@@ -264,6 +275,55 @@ def bind(sig, var_pos, cache, args, kwargs):
                      alias, bool(a.get("shared_nonstatic")))
 
 
+def pre_loop(hosts, bos, written, static, inter, outs, new_data, pooled, lazy, left_ok, reuse,
+             table, left_verified, ns, key, sampled, pre, unread_before, left, assumed_before):
+    """The hashes of the BOs of the slots the engine does not write (or writes with a
+    placeholder), before the call, into pre (slot -> hash; NO_HASH: not read, in
+    unread_before); returns how many known hashes it reused. lazy: a skipped intermediate that
+    passed the data the key's previous call passed is not read; left_ok (--shadow): it is
+    noted in `left` and not read once left_verified(ns, key, i, sampled) says its kind was shown
+    harmless; reuse: a hash the BO's last call left is taken as it is. Appends to
+    assumed_before the slots whose known hash was carried over unread. The native `pre_reads`
+    (fast_bos.cpp) does the same."""
+    reused = 0
+    for i in range(min(len(hosts), len(bos))):
+        # A placeholder's BO is hashed whole: what it holds is what the kernel reads,
+        # whether the slot is skipped or written with 0 bytes.
+        h = hosts[i]
+        ph = h.source == "placeholder"
+        if written[i] and not ph:
+            continue
+        bo = bos[i]
+        extent = int(bo.size()) if ph else h.bytes
+        # The hash the BO's last call left (None: not known)
+        known = table.known_hash(bo, extent)
+        if not ph and known is None and i in inter and i not in static and \
+                i not in outs and i not in new_data and h.source != "view" and \
+                id(bo) not in pooled and (lazy or left_ok):
+            if lazy:
+                # A skipped intermediate passed the data the key's previous call
+                # passed there: no check reads its bytes before the call.
+                pre[i] = NO_HASH
+                unread_before.append(i)
+                continue
+            # With --shadow: it holds what the key's previous call (not shadowed)
+            # left there, a kind of difference of its own (_shadow.py `left`),
+            # not read once a shadow run showed that kind harmless.
+            left.add(i)
+            if left_verified(ns, key, i, sampled):
+                pre[i] = NO_HASH
+                unread_before.append(i)
+                continue
+        if known is not None and id(bo) in table.assumed:
+            assumed_before.append(i)  # carried over, not read
+        if known is not None and reuse:  # `hash` with reuse, without a second lookup
+            reused += 1
+            pre[i] = known
+        else:
+            pre[i] = table.hash(bo, extent, sync=True)
+    return reused
+
+
 def slot_loop(inputs, hosts, bos, static, inter, out_set, written, pre, alias_error, ns, keytext,
               first, n, key_places, places, firsts, pools=None, placement=None, bo_hash=None):
     """The call's Slots (after the engine ran): (slots, bound, h2d, writes), `bound` the
@@ -451,44 +511,18 @@ class CallCapture:
             bos = cache._cached_bos[a.key]
             pooled = {id(bo) for bo in (getattr(cache, "_shared_bos", {}) or {}).values()}
             outs = set(a.outs)
-            table, hosts, written, pre = rec.bos, self.hosts, self.written, self.pre
-            inter, static, new_data = a.inter, a.static, self.new_data
-            reuse = not rec.running
-            for i in range(min(n_args, len(bos))):
-                # A placeholder's BO is hashed whole: what it holds is what the kernel reads,
-                # whether the slot is skipped or written with 0 bytes.
-                h = hosts[i]
-                ph = h.source == "placeholder"
-                if written[i] and not ph:
-                    continue
-                bo = bos[i]
-                extent = int(bo.size()) if ph else h.bytes
-                # The hash the BO's last call left (None: not known)
-                known = table.known_hash(bo, extent)
-                if not ph and known is None and i in inter and i not in static and \
-                        i not in outs and i not in new_data and h.source != "view" and \
-                        id(bo) not in pooled and (self.lazy or left_ok):
-                    if self.lazy:
-                        # A skipped intermediate passed the data the key's previous call
-                        # passed there: no check reads its bytes before the call.
-                        pre[i] = NO_HASH
-                        self.unread_before.append(i)
-                        continue
-                    # With --shadow: it holds what the key's previous call (not shadowed)
-                    # left there, a kind of difference of its own (_shadow.py `left`),
-                    # not read once a shadow run showed that kind harmless.
-                    self.left.add(i)
-                    if rec.shadow.left_verified(self.ns, a.key, i, self.sampled):
-                        pre[i] = NO_HASH
-                        self.unread_before.append(i)
-                        continue
-                if known is not None and id(bo) in table.assumed:
-                    self.assumed_before.append(i)  # carried over, not read
-                if known is not None and reuse:  # `hash` with reuse, without a second lookup
-                    STATS["bo_hashes_reused"] += 1
-                    pre[i] = known
-                else:
-                    pre[i] = table.hash(bo, extent, sync=True)
+            loop_args = (self.hosts, bos, self.written, a.static, a.inter, outs, self.new_data,
+                         pooled, bool(self.lazy), bool(left_ok), not rec.running, rec.bos,
+                         rec.shadow.left_verified if rec.shadow else None, self.ns, a.key,
+                         bool(self.sampled), self.pre, self.unread_before, self.left,
+                         self.assumed_before)
+            reused = None
+            if _PRE is not None and type(bos) is list and type(a.static) is set and \
+                    type(a.inter) is set and type(self.written) is list:
+                reused = _PRE(*loop_args, NO_HASH)  # pre_loop's, natively
+            if reused is None:
+                reused = pre_loop(*loop_args)
+            STATS["bo_hashes_reused"] += reused
             rec.bos.forget(bos)
         STATS["hashed_bo_before"] += STATS["bytes_hashed"] - b0
 
@@ -661,8 +695,8 @@ class CallCapture:
         loop_args = (bound, out_set, static, bool(lazy_call), bool(self.sampled), bool(error),
                      rec.bos, rec.missed_static_open if rec.shadow else None, ns, call.bo_key,
                      self.assumed, self.unread_after, self.assumed_before, n)
-        changes = _AFTER(*loop_args, NO_HASH) if _AFTER is not None and type(static) is set \
-            else None
+        changes = _AFTER(*loop_args, NO_HASH, type(rec.bos) is BoTable) \
+            if _AFTER is not None and type(static) is set else None
         if changes is None:
             changes = after_loop(*loop_args)
         if self.unread_before:
