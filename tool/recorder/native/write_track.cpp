@@ -185,4 +185,58 @@ __attribute__((visibility("default"))) int bod_wt_hash_present(uintptr_t addr, s
   return 0;
 }
 
+// The re-hash of a tracked array seen again (the recorder's HostHashes.refresh): the n bytes at
+// addr, whose whole pages [start, start + len) are tracked (len > 0), chunk hashes in
+// chunks[0..k). Re-hashes every chunk holding a tracked page written since the last look (and
+// protects those pages again), and the chunks holding the untracked bytes at the two ends (the
+// partial pages the array shares with other memory) unless those bytes hash as they did at the
+// last look: ends[0] says whether ends[1] (the head's hash) and ends[2] (the tail's) are known,
+// and they are updated here (taken before the chunks they lie in are hashed, so a write in
+// between only makes the next look read them again). counts[0]: chunks re-hashed, counts[1]:
+// bytes read; *combined: the array's trace hash from its chunks. 0 or an errno (then nothing
+// is known: the caller re-hashes the whole array).
+__attribute__((visibility("default"))) int bod_wt_refresh(uintptr_t addr, size_t n, uintptr_t start,
+                                                          size_t len, uint64_t* chunks, size_t k,
+                                                          uint64_t* ends, uint64_t* counts,
+                                                          uint64_t* combined) {
+  if (g_uffd < 0) return ENODEV;
+  constexpr size_t kChunk = bod::kHashChunk;
+  const uintptr_t end = addr + n;
+  if (n == 0 || len == 0 || k != bod::hash_chunk_count(n) || end < addr || start < addr ||
+      start + len > end)
+    return EINVAL;
+  std::vector<uint8_t> dirty(k, 0);
+  if (int e = scan(start, start + len, kPageIsWritten, 0, true, addr, kChunk, dirty.data(), k))
+    return e;
+  uint64_t read = 0;
+  // The ends: the head [addr, start) lies in chunk 0, the tail [start + len, end) in the chunks
+  // from (start + len - addr) / kChunk on.
+  const uintptr_t tail = start + len;
+  const uint64_t head_h =
+      start > addr ? bod::hash_chunk(reinterpret_cast<const void*>(addr), start - addr) : 0;
+  const uint64_t tail_h =
+      tail < end ? bod::hash_chunk(reinterpret_cast<const void*>(tail), end - tail) : 0;
+  read += (start - addr) + (end - tail);
+  const bool known = ends[0] != 0;
+  if (start > addr && !(known && ends[1] == head_h)) dirty[0] = 1;
+  if (tail < end && !(known && ends[2] == tail_h))
+    for (size_t u = (tail - addr) / kChunk; u < k; ++u) dirty[u] = 1;
+  ends[0] = 1;
+  ends[1] = head_h;
+  ends[2] = tail_h;
+  uint64_t rehashed = 0;
+  for (size_t i = 0; i < k; ++i) {
+    if (!dirty[i]) continue;
+    const uintptr_t c0 = addr + i * kChunk;
+    const size_t clen = end - c0 < kChunk ? end - c0 : kChunk;
+    chunks[i] = bod::hash_chunk(reinterpret_cast<const void*>(c0), clen);
+    read += clen;
+    ++rehashed;
+  }
+  counts[0] = rehashed;
+  counts[1] = read;
+  *combined = k == 1 ? chunks[0] : bod::combine_chunk_hashes(chunks, k);
+  return 0;
+}
+
 }  // extern "C"

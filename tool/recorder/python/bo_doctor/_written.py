@@ -52,13 +52,15 @@ def _numpy_allocated(o):
 
 
 class _Entry:
-    __slots__ = ("ref", "addr", "n", "chunks", "start", "len", "numpy", "deferred")
+    __slots__ = ("ref", "addr", "n", "chunks", "start", "len", "numpy", "deferred", "ends",
+                 "combined")
 
 
 class HostHashes:
     def __init__(self):
         self.lib = None
         self.hash_present = None
+        self.refresh_native = None
         self.why = "exact hashing requested (BOD_RECORD_EXACT=1)" if exact_requested() else ""
         if not self.why:
             lib = _hashing._backend()
@@ -79,6 +81,14 @@ class HostHashes:
                 if rc == 0:
                     self.lib = lib
                     self.page = int(lib.bod_wt_page_size())
+                    try:  # a tracked array's re-hash in one call (a newer library)
+                        f = lib.bod_wt_refresh
+                        f.restype = ctypes.c_int
+                        f.argtypes = [ctypes.c_size_t] * 4 + [ctypes.c_void_p, ctypes.c_size_t] + \
+                            [ctypes.c_void_p] * 3
+                        self.refresh_native = f
+                    except AttributeError:
+                        pass
                     try:  # chunk hashes reading only present pages (a newer library)
                         f = lib.bod_wt_hash_present
                         f.restype = ctypes.c_int
@@ -92,6 +102,8 @@ class HostHashes:
                         os.strerror(rc) if rc > 0 else "old hash library")
         self.counts = np.zeros(2, np.uint64)  # bod_wt_hash_present's: chunks read, bytes read
         self.counts_at = self.counts.ctypes.data
+        self.combined = np.zeros(1, np.uint64)  # bod_wt_refresh's: the array's hash
+        self.combined_at = self.combined.ctypes.data
         self.entries = {}  # (address, nbytes) -> _Entry
         self.zero = {}     # chunk length -> hash of that many zero bytes
 
@@ -122,7 +134,9 @@ class HostHashes:
         addr, n = a.__array_interface__["data"][0], int(a.nbytes)
         e = self.entries.get((addr, n))
         if e is not None and e.ref() is owner:
-            self.refresh(e, a)
+            got = self.refresh(e, a)
+            if got is not None:  # the library's re-hash gave the whole array's hash too
+                return "%016x" % got
         else:
             if e is not None:
                 self.drop(e)
@@ -145,6 +159,7 @@ class HostHashes:
         pg = self.page
         e.start = -(-addr // pg) * pg
         e.len = 0
+        e.ends = None  # the library's record of the untracked bytes at the two ends
         present = self.scan_hash(e, a)
         e.deferred = present * 8 <= len(e.chunks)
         if not e.deferred:
@@ -189,7 +204,10 @@ class HostHashes:
             e.len = 0
 
     def refresh(self, e, a):
-        """Re-hashes the chunks of a known array that can have changed since it was hashed."""
+        """Re-hashes the chunks of a known array that can have changed since it was hashed;
+        returns the array's hash (int) when the library's bod_wt_refresh did it all, else None.
+        The library reads the untracked bytes at the two ends (the partial pages the array
+        shares with other memory) and re-hashes their chunks only when those bytes changed."""
         if e.deferred:
             # Its next sight: hashed again as at its first (its pages still absent are still
             # zeros, so only what was written since is read), then tracked from now on.
@@ -198,6 +216,20 @@ class HostHashes:
             self.track(e)
             return
         k = len(e.chunks)
+        if e.len and self.refresh_native is not None:
+            if e.ends is None:
+                e.ends = np.zeros(3, np.uint64)
+            c, out = self.counts, self.combined
+            if self.refresh_native(e.addr, e.n, e.start, e.len, e.chunks.ctypes.data, k,
+                                   e.ends.ctypes.data, self.counts_at, self.combined_at) == 0:
+                read = int(c[1])
+                STATS["bytes_hashed"] += read
+                STATS["bytes_skipped"] += e.n - min(e.n, read)
+                return int(out[0])
+            # Failed (its scan may have protected some pages again): every chunk is read.
+            e.ends = None
+            self.rehash(e, a.reshape(-1).view(np.uint8), np.ones(k, np.uint8), zero_absent=False)
+            return None
         dirty = np.ones(k, np.uint8)
         if e.len:
             dirty[:] = 0
