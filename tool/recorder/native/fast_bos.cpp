@@ -193,14 +193,19 @@ PyObject* fast_pre_reads(PyObject*, PyObject* args) {
   long long reused = 0;
   const Py_ssize_t n = std::min(PyList_Size(hosts), PyList_Size(bos));
   for (Py_ssize_t i = 0; i < n; ++i) {
-    PyObject* h = PyList_GetItem(hosts, i);  // borrowed: the lists are held by the caller
-    Ref source(PyObject_GetAttr(h, g_source));
+    PyObject* h = PyList_GetItem(hosts, i);  // borrowed: the caller's list holds it
+    Ref source(h ? PyObject_GetAttr(h, g_source) : nullptr);
     if (!source) return nullptr;
     int ph = PyObject_RichCompareBool(source.get(), g_placeholder, Py_EQ);
-    int w = ph < 0 ? -1 : PyObject_IsTrue(PyList_GetItem(written, i));
+    PyObject* written_i = ph < 0 ? nullptr : PyList_GetItem(written, i);
+    int w = written_i ? PyObject_IsTrue(written_i) : -1;
     if (w < 0) return nullptr;
     if (w && !ph) continue;
-    Ref bo(Py_NewRef(PyList_GetItem(bos, i)));
+    // The engine's list: another thread's call may change it while Python code runs here (an
+    // index gone raises IndexError, as bos[i] does in the Python loop)
+    PyObject* bo_i = PyList_GetItem(bos, i);
+    if (!bo_i) return nullptr;
+    Ref bo(Py_NewRef(bo_i));
     Ref index(PyLong_FromSsize_t(i));
     Ref extent;
     if (ph) {

@@ -3,8 +3,9 @@
 // its BO's placement, what the call wrote into it and its hash before the dispatch, in one call.
 // It does what the Python loop does, step for step, for the calls it knows exactly (a list of
 // the key's own BOs, no shared pool, every written array no larger than its BO) and returns None
-// for any other, before anything of a slot it cannot do is changed: the Python loop then does
-// the call (what it repeats of the slots before, a placement looked up or kept, is the same).
+// for any other the list of the BO sizes it asked so far, before anything of the slot it cannot
+// do is changed: the Python loop then does the call with those sizes (what it repeats of the
+// slots before, a placement looked up or kept, is the same, and no BO is asked twice).
 #define Py_LIMITED_API 0x030B0000
 #include "fast_slots.h"
 
@@ -32,6 +33,7 @@ PyObject* g_hash_name = nullptr;
 PyObject* g_remember_name = nullptr;
 PyObject* g_assumed_name = nullptr;
 PyObject* g_changed_name = nullptr;
+PyObject* g_add_name = nullptr;
 
 struct Interned {
   PyObject** slot;
@@ -47,6 +49,7 @@ const Interned kInterned[] = {
     {&g_host_name, "host"},       {&g_pool_name, "pool"},
     {&g_view_text, "view"},       {&g_remember_name, "remember"},
     {&g_assumed_name, "assumed"}, {&g_changed_name, "changed"},
+    {&g_add_name, "add"},
 };
 
 // Owned references, released at scope end.
@@ -109,6 +112,7 @@ PyObject* key_placement(const SlotsArgs& a, PyObject* index, Py_ssize_t i, PyObj
   const Py_ssize_t kept = PyList_Size(a.key_places);
   if (i < kept) {
     PyObject* place = PyList_GetItem(a.key_places, i);  // borrowed
+    if (!place) return nullptr;
     if (place != Py_None) {
       Ref bytes(PyObject_GetAttr(place, g_bytes_name));
       if (!bytes) return nullptr;
@@ -152,7 +156,7 @@ int in(PyObject* s, PyObject* x) {
 
 // slots(hosts, bos, static, inter, outs, written, pre, alias_error, ns, key text, first, n,
 //       key_places, places, firsts, Slot, Placement, NO_HASH) -> (slots, bound, h2d, writes),
-// or None where the Python loop must do the call.
+// or the BO sizes asked so far (a list) where the Python loop must do the call.
 PyObject* fast_slots(PyObject*, PyObject* args) {
   SlotsArgs a{};
   if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!O!pUUO!O!O!O!O!OOU", &PyList_Type, &a.hosts,
@@ -164,14 +168,17 @@ PyObject* fast_slots(PyObject*, PyObject* args) {
     return nullptr;
   const Py_ssize_t n_args = PyList_Size(a.hosts);
   const Py_ssize_t n_bos = PyList_Size(a.bos);
-  if (PyList_Size(a.written) != n_args) Py_RETURN_NONE;
-  Ref slots(PyList_New(0)), bound(PyList_New(0));
-  if (!slots || !bound) return nullptr;
+  // The sizes asked of the BOs so far: what a decline hands the Python loop, which then asks
+  // no BO twice
+  Ref sizes(PyList_New(0)), slots(PyList_New(0)), bound(PyList_New(0));
+  if (!sizes || !slots || !bound) return nullptr;
+  if (PyList_Size(a.written) != n_args) return sizes.release();
   long long h2d = 0, writes = 0;
   for (Py_ssize_t i = 0; i < n_args; ++i) {
     Ref index(PyLong_FromSsize_t(i));
     if (!index) return nullptr;
-    PyObject* h = PyList_GetItem(a.hosts, i);  // borrowed: the list holds it
+    PyObject* h = PyList_GetItem(a.hosts, i);  // borrowed: the caller's list holds it
+    if (!h) return nullptr;
     int is_static = in(a.statics, index.get());
     int is_inter = is_static ? 0 : in(a.inter, index.get());
     int is_out = in(a.outs, index.get());
@@ -194,20 +201,25 @@ PyObject* fast_slots(PyObject*, PyObject* args) {
       if (!s || PyList_Append(slots.get(), s.get()) < 0) return nullptr;
       continue;
     }
+    // The engine's list: another thread's call may change it while Python code runs here, so
+    // an index gone raises IndexError, as bos[i] does in the Python loop.
     PyObject* bo = PyList_GetItem(a.bos, i);  // borrowed; held below while Python runs
+    if (!bo) return nullptr;
     Ref held_bo(Py_NewRef(bo));
     Ref size_got(PyObject_CallMethodObjArgs(bo, g_size_name, nullptr));
     if (!size_got) return nullptr;
     Ref size(PyNumber_Long(size_got.get()));  // int(bo.size())
-    if (!size) return nullptr;
+    if (!size || PyList_Append(sizes.get(), size.get()) < 0) return nullptr;
     long long size_v = 0, hb = 0;
     Ref hbytes(PyObject_GetAttr(h, g_bytes_name));
     if (!hbytes) return nullptr;
-    if (!as_ll(size.get(), &size_v) || !as_ll(hbytes.get(), &hb)) Py_RETURN_NONE;
-    int wrote = PyObject_IsTrue(PyList_GetItem(a.written, i));
+    if (!as_ll(size.get(), &size_v) || !as_ll(hbytes.get(), &hb)) return sizes.release();
+    PyObject* written_i = PyList_GetItem(a.written, i);
+    int wrote = written_i ? PyObject_IsTrue(written_i) : -1;
     if (wrote < 0) return nullptr;
     wrote = wrote && !a.alias_error;
-    if (wrote && hb > size_v) Py_RETURN_NONE;  // larger than its BO: the Python loop hashes it
+    // Larger than its BO: the Python loop hashes the array and the BO
+    if (wrote && hb > size_v) return sizes.release();
     Ref place(key_placement(a, index.get(), i, size.get()));
     if (!place) return nullptr;
     Ref source(PyObject_GetAttr(h, g_source_name));
@@ -288,7 +300,7 @@ PyObject* fast_after(PyObject*, PyObject* args) {
   if (native_table && !t.open(table)) return nullptr;
   const bool own_remember = native_table && t.exact;
   Ref changes(PyDict_New());
-  Ref hash_fn(PyObject_GetAttr(table, g_hash_name));
+  Ref hash_fn(changes ? PyObject_GetAttr(table, g_hash_name) : nullptr);
   Ref remember(hash_fn ? PyObject_GetAttr(table, g_remember_name) : nullptr);
   Ref table_assumed(remember ? PyObject_GetAttr(table, g_assumed_name) : nullptr);
   Ref changed(table_assumed ? PyObject_GetAttr(table, g_changed_name) : nullptr);
@@ -297,7 +309,9 @@ PyObject* fast_after(PyObject*, PyObject* args) {
   if (!zero || !one) return nullptr;
   const Py_ssize_t count = PyList_Size(bound);
   for (Py_ssize_t k = 0; k < count; ++k) {
-    Ref entry(Py_NewRef(PyList_GetItem(bound, k)));      // held: Python code runs below
+    PyObject* got_entry = PyList_GetItem(bound, k);
+    if (!got_entry) return nullptr;
+    Ref entry(Py_NewRef(got_entry));                     // held: Python code runs below
     PyObject *index, *s, *bo, *extent, *wrote_o, *ph_o;  // borrowed from entry
     if (!PyArg_ParseTuple(entry.get(), "OOOOOO", &index, &s, &bo, &extent, &wrote_o, &ph_o))
       return nullptr;
@@ -379,7 +393,14 @@ PyObject* fast_after(PyObject*, PyObject* args) {
         if (add > 0) add = !sampled;
         if (add < 0) return nullptr;
       }
-      if (add && PySet_Add(table_assumed.get(), id.get()) < 0) return nullptr;
+      if (add) {  // table.assumed.add(id(bo))
+        if (own_remember) {
+          if (PySet_Add(table_assumed.get(), id.get()) < 0) return nullptr;
+        } else {
+          Ref r(PyObject_CallMethodObjArgs(table_assumed.get(), g_add_name, id.get(), nullptr));
+          if (!r) return nullptr;
+        }
+      }
     }
     int kernel_changed = before_read && after_read;
     if (kernel_changed) {

@@ -210,26 +210,58 @@ __attribute__((visibility("default"))) int bod_wt_refresh(uintptr_t addr, size_t
     return e;
   uint64_t read = 0;
   // The ends: the head [addr, start) lies in chunk 0, the tail [start + len, end) in the chunks
-  // from (start + len - addr) / kChunk on.
+  // from tail_first on. Their bytes are compared with the last look's first; a chunk holding
+  // end bytes that is re-hashed is then hashed from a copy, and the ends' hashes kept for the
+  // next look are taken from the same copy, so the two always describe the same bytes (another
+  // thread may write the ends meanwhile: the next look then sees them differ).
   const uintptr_t tail = start + len;
-  const uint64_t head_h =
-      start > addr ? bod::hash_chunk(reinterpret_cast<const void*>(addr), start - addr) : 0;
-  const uint64_t tail_h =
-      tail < end ? bod::hash_chunk(reinterpret_cast<const void*>(tail), end - tail) : 0;
-  read += (start - addr) + (end - tail);
+  const size_t tail_first = tail < end ? (tail - addr) / kChunk : k;
   const bool known = ends[0] != 0;
-  if (start > addr && !(known && ends[1] == head_h)) dirty[0] = 1;
-  if (tail < end && !(known && ends[2] == tail_h))
-    for (size_t u = (tail - addr) / kChunk; u < k; ++u) dirty[u] = 1;
-  ends[0] = 1;
-  ends[1] = head_h;
-  ends[2] = tail_h;
+  if (start > addr &&
+      !(known && ends[1] == bod::hash_chunk(reinterpret_cast<const void*>(addr), start - addr)))
+    dirty[0] = 1;
+  if (tail < end &&
+      !(known && ends[2] == bod::hash_chunk(reinterpret_cast<const void*>(tail), end - tail)))
+    dirty[tail_first] = 1;
+  read += (start - addr) + (end - tail);
+  // A tail chunk re-hashed: all of them (the tail's hash covers them all)
+  bool tail_dirty = false;
+  for (size_t u = tail_first; u < k; ++u) tail_dirty = tail_dirty || dirty[u];
+  for (size_t u = tail_first; tail_dirty && u < k; ++u) dirty[u] = 1;
+  const bool head_dirty = start > addr && dirty[0];
+  // The chunks hashed from copies: chunk 0 for the head, [tail_first, k) for the tail (the
+  // tail's copy alone when it holds chunk 0 too)
+  const bool head_alone = head_dirty && !(tail_dirty && tail_first == 0);
+  std::vector<uint8_t> head_copy, tail_copy;
+  if (head_alone) {
+    const size_t clen = n < kChunk ? n : kChunk;
+    head_copy.assign(reinterpret_cast<const uint8_t*>(addr),
+                     reinterpret_cast<const uint8_t*>(addr + clen));
+    ends[1] = bod::hash_chunk(head_copy.data(), start - addr);
+  }
+  const uintptr_t tail_lo = addr + tail_first * kChunk;
+  if (tail_dirty) {
+    tail_copy.assign(reinterpret_cast<const uint8_t*>(tail_lo),
+                     reinterpret_cast<const uint8_t*>(end));
+    ends[2] = bod::hash_chunk(tail_copy.data() + (tail - tail_lo), end - tail);
+    if (head_dirty && !head_alone) ends[1] = bod::hash_chunk(tail_copy.data(), start - addr);
+  }
+  if (!known) {  // the first look: both ends were re-hashed from copies just now
+    ends[0] = 1;
+    if (start <= addr) ends[1] = 0;
+    if (tail >= end) ends[2] = 0;
+  }
   uint64_t rehashed = 0;
   for (size_t i = 0; i < k; ++i) {
     if (!dirty[i]) continue;
     const uintptr_t c0 = addr + i * kChunk;
     const size_t clen = end - c0 < kChunk ? end - c0 : kChunk;
-    chunks[i] = bod::hash_chunk(reinterpret_cast<const void*>(c0), clen);
+    const void* at = reinterpret_cast<const void*>(c0);
+    if (tail_dirty && i >= tail_first)
+      at = tail_copy.data() + (i - tail_first) * kChunk;
+    else if (i == 0 && head_alone)
+      at = head_copy.data();
+    chunks[i] = bod::hash_chunk(at, clen);
     read += clen;
     ++rehashed;
   }

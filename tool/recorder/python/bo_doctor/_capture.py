@@ -173,11 +173,16 @@ def slot_index(i):
         return i
 
 
+_INT_ONLY = frozenset((int,))
+
+
 def indices(v):
     """An index list as passed (a list, set, tuple, numpy array, dict's keys): its elements as
     slot_index gives them; [] for None or anything that is not iterable."""
     if v is None:
         return []
+    if (type(v) is list or type(v) is tuple) and _INT_ONLY >= set(map(type, v)):
+        return list(v)  # exact ints: slot_index gives each as it is (the usual call, at C speed)
     try:
         return [slot_index(i) for i in v]
     except TypeError:
@@ -325,14 +330,16 @@ def pre_loop(hosts, bos, written, static, inter, outs, new_data, pooled, lazy, l
 
 
 def slot_loop(inputs, hosts, bos, static, inter, out_set, written, pre, alias_error, ns, keytext,
-              first, n, key_places, places, firsts, pools=None, placement=None, bo_hash=None):
+              first, n, key_places, places, firsts, pools=None, placement=None, bo_hash=None,
+              sizes=()):
     """The call's Slots (after the engine ran): (slots, bound, h2d, writes), `bound` the
     (index, Slot, BO, extent hashed, written, placeholder) of the slots with a BO. key_places
     (slot -> the key's own Placement), places (the Placements by value) and firsts (each BO's
     first call) are the recorder's, updated here; pools: id(bo) -> its key in the cache's
     `_shared_bos`; placement(pool_key, i, size, 0): a pooled BO's Placement; bo_hash(bo, n,
-    sync): a BO's hash. The native `slots` (fast_slots.cpp) does the same for a call with no
-    pooled BO and no array larger than its BO, and declines (None) any other."""
+    sync): a BO's hash; sizes: int(bo.size()) of the first slots' BOs, already asked. The
+    native `slots` (fast_slots.cpp) does the same for a call with no pooled BO and no array
+    larger than its BO, and for any other returns the sizes it asked before declining."""
     slots, bound, h2d, writes = [], [], 0, 0
     n_bos = len(bos) if bos is not None else 0
     for i, x in enumerate(inputs):
@@ -346,7 +353,7 @@ def slot_loop(inputs, hosts, bos, static, inter, out_set, written, pre, alias_er
                               size, False, 0, NO_HASH, [h.hash, h.hash]))
             continue
         bo = bos[i]
-        size = int(bo.size())
+        size = sizes[i] if i < len(sizes) else int(bo.size())
         pool_key = pools.get(id(bo)) if pools else None
         # The BO's first call by its identity in the trace (ns, pool, name, index), as the
         # trace reader numbers BOs (an id() a freed BO left to a new one says nothing).
@@ -518,7 +525,8 @@ class CallCapture:
                          self.assumed_before)
             reused = None
             if _PRE is not None and type(bos) is list and type(a.static) is set and \
-                    type(a.inter) is set and type(self.written) is list:
+                    type(a.inter) is set and type(self.written) is list and \
+                    type(rec.bos) is BoTable:
                 reused = _PRE(*loop_args, NO_HASH)  # pre_loop's, natively
             if reused is None:
                 reused = pre_loop(*loop_args)
@@ -672,9 +680,12 @@ class CallCapture:
         if _SLOTS is not None and not pools and type(bos) is list and type(static) is set and \
                 type(inter) is set and type(written) is list and type(first) is int:
             got = _SLOTS(*loop_args, Slot, Placement, NO_HASH)  # slot_loop's, natively
+        sizes = ()
+        if type(got) is list:  # declined, having asked the BOs of the slots before for sizes
+            sizes, got = got, None
         if got is None:
             got = slot_loop(a.inputs, *loop_args, pools=pools, placement=self.placement,
-                            bo_hash=rec.bos.hash)
+                            bo_hash=rec.bos.hash, sizes=sizes)
         slots, bound, h2d, writes = got
         call = Call(n, ns, self.kernel, keytext, keytext, ints(a.static),
                     ints(a.inter), a.outs, a.shared_nonstatic,
