@@ -1,14 +1,16 @@
 // _bod_fast's BO table reads (tool/recorder/python/bo_doctor/_bos.py BoTable): `identity`,
 // `known_hash` and `remember` on the table's own dicts and sets, step for step as the Python
 // methods do them, and `pre_reads`, the BOs read before a call (_capture.py `pre_loop`).
-#define Py_LIMITED_API 0x030B0000
 #include "fast_bos.h"
-
-#include <Python.h>
 
 #include <algorithm>
 
+#include "fast_common.h"
+
 namespace {
+
+using bod_fast::Interned;
+using bod_fast::Ref;
 
 PyObject* g_reuse = nullptr;
 PyObject* g_viewed = nullptr;
@@ -23,10 +25,6 @@ PyObject* g_source = nullptr;
 PyObject* g_placeholder = nullptr;
 PyObject* g_view = nullptr;
 
-struct Interned {
-  PyObject** slot;
-  const char* text;
-};
 const Interned kInterned[] = {
     {&g_reuse, "reuse"},
     {&g_viewed, "viewed"},
@@ -40,26 +38,6 @@ const Interned kInterned[] = {
     {&g_source, "source"},
     {&g_placeholder, "placeholder"},
     {&g_view, "view"},
-};
-
-struct Ref {
-  PyObject* p = nullptr;
-  Ref() = default;
-  explicit Ref(PyObject* o) : p(o) {}
-  Ref(const Ref&) = delete;
-  Ref& operator=(const Ref&) = delete;
-  ~Ref() { Py_XDECREF(p); }
-  PyObject* get() const { return p; }
-  PyObject* release() {
-    PyObject* o = p;
-    p = nullptr;
-    return o;
-  }
-  void reset(PyObject* o) {
-    Py_XDECREF(p);
-    p = o;
-  }
-  explicit operator bool() const { return p != nullptr; }
 };
 
 }  // namespace
@@ -260,7 +238,5 @@ PyObject* fast_pre_reads(PyObject*, PyObject* args) {
 }
 
 bool fast_bos_init() {
-  for (const Interned& n : kInterned)
-    if (!*n.slot && !(*n.slot = PyUnicode_InternFromString(n.text))) return false;
-  return true;
+  return bod_fast::intern_all(kInterned);
 }

@@ -39,9 +39,12 @@
 
 #include "core/hash.h"
 #include "fast_bos.h"
+#include "fast_common.h"
 #include "fast_slots.h"
 
 namespace {
+
+using bod_fast::Interned;
 
 struct Field {
   PyObject* name;   // interned attribute name (a reference held)
@@ -81,10 +84,6 @@ PyObject* g_ref_name = nullptr;
 PyObject* g_base_name = nullptr;
 PyObject* g_find_name = nullptr;
 
-struct Interned {
-  PyObject** slot;
-  const char* text;
-};
 const Interned kInterned[] = {
     {&g_dict_name, "__dict__"},
     {&g_flags_name, "flags"},
@@ -963,8 +962,6 @@ PyModuleDef kModule = {PyModuleDef_HEAD_INIT,
 }  // namespace
 
 PyMODINIT_FUNC PyInit__bod_fast() {
-  for (const Interned& n : kInterned)
-    if (!*n.slot && !(*n.slot = PyUnicode_InternFromString(n.text))) return nullptr;
-  if (!fast_slots_init() || !fast_bos_init()) return nullptr;
+  if (!bod_fast::intern_all(kInterned) || !fast_slots_init() || !fast_bos_init()) return nullptr;
   return PyModule_Create(&kModule);
 }

@@ -2,18 +2,19 @@
 // (tool/recorder/python/bo_doctor/_capture.py, CallCapture._after): each argument's Slot, with
 // its BO's placement, what the call wrote into it and its hash before the dispatch, in one call.
 // It does what the Python loop does, step for step, for the calls it knows exactly (a list of
-// the key's own BOs, no shared pool, every written array no larger than its BO) and returns None
-// for any other the list of the BO sizes it asked so far, before anything of the slot it cannot
-// do is changed: the Python loop then does the call with those sizes (what it repeats of the
+// the key's own BOs, no shared pool, every written array no larger than its BO); for any other
+// it returns the list of the BO sizes it asked so far, before anything of the slot it cannot do
+// is changed: the Python loop then does the call with those sizes (what it repeats of the
 // slots before, a placement looked up or kept, is the same, and no BO is asked twice).
-#define Py_LIMITED_API 0x030B0000
 #include "fast_slots.h"
 
-#include <Python.h>
-
 #include "fast_bos.h"
+#include "fast_common.h"
 
 namespace {
+
+using bod_fast::Interned;
+using bod_fast::Ref;
 
 PyObject* g_static_text = nullptr;
 PyObject* g_intermediate_text = nullptr;
@@ -35,10 +36,6 @@ PyObject* g_assumed_name = nullptr;
 PyObject* g_changed_name = nullptr;
 PyObject* g_add_name = nullptr;
 
-struct Interned {
-  PyObject** slot;
-  const char* text;
-};
 const Interned kInterned[] = {
     {&g_static_text, "static"},   {&g_intermediate_text, "intermediate"},
     {&g_input_text, "input"},     {&g_key_text, "key"},
@@ -50,27 +47,6 @@ const Interned kInterned[] = {
     {&g_view_text, "view"},       {&g_remember_name, "remember"},
     {&g_assumed_name, "assumed"}, {&g_changed_name, "changed"},
     {&g_add_name, "add"},
-};
-
-// Owned references, released at scope end.
-struct Ref {
-  PyObject* p = nullptr;
-  Ref() = default;
-  explicit Ref(PyObject* o) : p(o) {}
-  Ref(const Ref&) = delete;
-  Ref& operator=(const Ref&) = delete;
-  ~Ref() { Py_XDECREF(p); }
-  PyObject* get() const { return p; }
-  PyObject* release() {
-    PyObject* o = p;
-    p = nullptr;
-    return o;
-  }
-  void reset(PyObject* o) {
-    Py_XDECREF(p);
-    p = o;
-  }
-  explicit operator bool() const { return p != nullptr; }
 };
 
 // A Python int as a long long; false (no error set) when it is not an exact int or does not fit.
@@ -425,7 +401,5 @@ PyObject* fast_after(PyObject*, PyObject* args) {
 }
 
 bool fast_slots_init() {
-  for (const Interned& n : kInterned)
-    if (!*n.slot && !(*n.slot = PyUnicode_InternFromString(n.text))) return false;
-  return true;
+  return bod_fast::intern_all(kInterned);
 }

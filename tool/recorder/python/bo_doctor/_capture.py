@@ -30,57 +30,21 @@ from ._records import _native as _records_native
 SAMPLED_FIRST = 3
 
 
-def _native_facts():
-    """The native `facts` (_fast.py), or None."""
+def _native(name):
+    """The native module's function `name` (_fast.py), or None without the module."""
     from . import _fast
     m = _fast.module()
     if m is None:
         return None
     m.set_ndarray(np.ndarray)
-    return m.facts
+    return getattr(m, name)
 
 
-_FACTS = _native_facts()
-
-
-def _native_describe():
-    """The native `describe` (_fast.py), or None."""
-    from . import _fast
-    m = _fast.module()
-    return m.describe if m is not None else None
-
-
-_DESCRIBE = _native_describe()
-
-
-def _native_slots():
-    """The native `slots` (_fast.py), or None."""
-    from . import _fast
-    m = _fast.module()
-    return m.slots if m is not None else None
-
-
-_SLOTS = _native_slots()
-
-
-def _native_after():
-    """The native `after` (_fast.py), or None."""
-    from . import _fast
-    m = _fast.module()
-    return m.after if m is not None else None
-
-
-_AFTER = _native_after()
-
-
-def _native_pre_reads():
-    """The native `pre_reads` (_fast.py), or None."""
-    from . import _fast
-    m = _fast.module()
-    return m.pre_reads if m is not None else None
-
-
-_PRE = _native_pre_reads()
+_FACTS = _native("facts")
+_DESCRIBE = _native("describe")
+_SLOTS = _native("slots")  # slot_loop's
+_AFTER = _native("after")  # after_loop's
+_PRE = _native("pre_reads")  # pre_loop's
 # With the native serializer a Host's JSON text is never used: describe keeps none (a HostX,
 # never changed once made, is shared per value).
 _NATIVE_LINES = _records_native is not None
