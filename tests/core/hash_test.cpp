@@ -154,6 +154,30 @@ TEST(Hash, BlockHashesArePlainXxh3OfEachBlock) {
     }
 }
 
+// hash_bytes_chunks gives hash_bytes's value and keeps the chunk hashes that value combines:
+// each is plain XXH3-64 of its chunk alone (what a later spot check of one chunk compares), on
+// sizes around one chunk and across the threaded split, on any number of threads.
+TEST(Hash, ChunksKeptAreTheChunkHashesOfTheSameValue) {
+  const size_t M = size_t(1) << 20;
+  std::vector<uint8_t> buf = pattern(17 * M + 64);
+  for (unsigned t : {1u, 3u}) {
+    unsigned old = hash_threads();
+    ASSERT_TRUE(set_hash_threads(t));
+    for (size_t n : {size_t(0), size_t(1), kHashChunk - 1, kHashChunk, kHashChunk + 1,
+                     5 * kHashChunk + 7, 17 * M + 5}) {
+      std::vector<uint64_t> got(hash_chunk_count(n), 0);
+      EXPECT_EQ(hash_bytes_chunks(buf.data() + 1, n, got.data()), reference(buf.data() + 1, n))
+          << "n=" << n;
+      for (size_t i = 0; i < got.size(); ++i) {
+        size_t off = i * kHashChunk;
+        EXPECT_EQ(got[i], XXH3_64bits(buf.data() + 1 + off, std::min(kHashChunk, n - off)))
+            << "n=" << n << " chunk " << i;
+      }
+    }
+    set_hash_threads(old);
+  }
+}
+
 // Restores the thread count hash_bytes uses when a test set one.
 struct KeepThreads {
   unsigned t = hash_threads();

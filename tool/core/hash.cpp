@@ -182,13 +182,13 @@ uint64_t combine(Fn fn, const uint64_t* chunk_hashes, size_t k) {
 constexpr size_t kParallelMin = size_t(16) << 20;
 constexpr size_t kRunMin = 64;  // 4 MiB per thread at least
 
-uint64_t tree(Fn fn, const void* data, size_t n, unsigned threads) {
+uint64_t tree(Fn fn, const void* data, size_t n, unsigned threads, uint64_t* out = nullptr) {
   const auto* p = static_cast<const uint8_t*>(data);
   size_t k = hash_chunk_count(n);
   uint64_t stack[64];  // up to 4 MiB of data without a heap allocation
   std::vector<uint64_t> heap;
-  uint64_t* h = stack;
-  if (k > 64) heap.resize(k), h = heap.data();
+  uint64_t* h = out ? out : stack;  // the caller's array keeps the chunk hashes
+  if (!out && k > 64) heap.resize(k), h = heap.data();
   auto run = [fn, p, n, h](size_t lo, size_t hi) {
     for (size_t i = lo; i < hi; ++i) {
       size_t off = i * kHashChunk;
@@ -234,6 +234,12 @@ uint64_t hash_bytes_on(HashPath p, const void* data, size_t n) {
 uint64_t hash_bytes(const void* data, size_t n) {
   Fn fn = current();
   return n <= kHashChunk ? fn(data, n) : tree(fn, data, n, hash_threads());
+}
+
+uint64_t hash_bytes_chunks(const void* data, size_t n, uint64_t* chunks) {
+  Fn fn = current();
+  if (n <= kHashChunk) return chunks[0] = fn(data, n);
+  return tree(fn, data, n, hash_threads(), chunks);
 }
 
 unsigned hash_threads() {

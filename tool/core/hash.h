@@ -28,6 +28,10 @@ inline size_t block_count(size_t n, size_t block) {
 }
 void hash_blocks(const void* data, size_t n, size_t block, uint64_t* out);
 uint64_t combine_chunk_hashes(const uint64_t* chunk_hashes, size_t k);
+// hash_bytes(data, n), keeping the hashes of its hash_chunk_count(n) chunks in chunks (the one
+// chunk's hash, which is the value, when n <= kHashChunk): a caller checks a chunk later by
+// hash_chunk of its bytes alone.
+uint64_t hash_bytes_chunks(const void* data, size_t n, uint64_t* chunks);
 std::string hash_hex(uint64_t h);  // 16 lowercase hex digits
 
 // The code paths hash_bytes can take. scalar is portable; the others are x86 SIMD.

@@ -338,13 +338,23 @@ class FakeTable:
     def __init__(self, rng):
         self.rng, self.log, self.assumed, self.changed = rng, [], set(), {}
 
-    def hash(self, bo, nbytes, sync):
+    def hash(self, bo, nbytes, sync, keep=False):
         h = NO_HASH if self.rng.integers(8) == 0 else "%016x" % int(self.rng.integers(4))
-        self.log.append(("hash", id(bo), nbytes, sync, h))
+        self.log.append(("hash", id(bo), nbytes, sync, keep, h))
         return h
 
     def remember(self, bo, nbytes, h):
         self.log.append(("remember", id(bo), nbytes, h))
+
+    def spot(self, bo, nbytes, before):
+        found = bool(self.rng.integers(2))
+        self.log.append(("spot", id(bo), nbytes, before, found))
+        return found
+
+
+class FakeTableNoSpot(FakeTable):
+    """A table without spot checks: a spot-checked call reads the static slot whole."""
+    spot = property(lambda self: self.no_such_attribute)
 
 
 @unittest.skipIf(NATIVE is None, "no native helpers here: " + _fast.why)
@@ -355,6 +365,7 @@ class AfterLoop(unittest.TestCase):
     def test_the_same_reads_as_the_python_loop(self):
         rng = np.random.default_rng(11)
         hashes = [NO_HASH] + ["%016x" % k for k in range(4)]
+        seen = {"spot": 0, "keep": 0}
         for _ in range(800):
             n_args = int(rng.integers(0, 9))
             bos = [FakeBo(64) for _ in range(int(rng.integers(1, 4)))]
@@ -375,10 +386,12 @@ class AfterLoop(unittest.TestCase):
             shadow = bool(rng.integers(2))
             assumed_before = [i for i in range(n_args) if rng.integers(2)]
             seed = int(rng.integers(1 << 30))
+            sampled = int(rng.integers(3))  # NOT_SAMPLED, SPOT or READ
+            no_spot = rng.integers(4) == 0
             sides = []
             for native in (True, False):
                 local = np.random.default_rng(seed)
-                table = FakeTable(local)
+                table = (FakeTableNoSpot if no_spot else FakeTable)(local)
                 b = [(i, dataclasses.replace(s, reuse=list(s.reuse)), bo, e, w, p)
                      for i, s, bo, e, w, p in bound]
                 opened = []
@@ -386,12 +399,20 @@ class AfterLoop(unittest.TestCase):
                 def missed_open(ns, key, i, local=local, opened=opened):
                     opened.append((ns, key, i))
                     return bool(local.integers(2))
-                args = (b, set(outs), set(static), flags[0], flags[1], flags[2], table,
+                args = (b, set(outs), set(static), flags[0], sampled, flags[2], table,
                         missed_open if shadow else None, "c", "k", [], [], assumed_before, 7)
                 changes = NATIVE.after(*args, NO_HASH, False) if native else after_loop(*args)
                 sides.append((changes, table.log, table.assumed, table.changed,
                                [s.reuse for _, s, *_ in b], args[10], args[11], opened))
             self.assertEqual(sides[0], sides[1])
+            for entry in sides[0][1]:
+                if entry[0] == "spot":
+                    seen["spot"] += 1
+                elif entry[0] == "hash" and entry[4]:
+                    seen["keep"] += 1
+        # the random calls reached the spot checks and the kept reads
+        self.assertGreater(seen["spot"], 5)
+        self.assertGreater(seen["keep"], 15)
 
 
 class LoggedBo:
@@ -525,7 +546,7 @@ class BoReads(unittest.TestCase):
                     b.moved = b in moved  # a new identity for these
                 b2 = [(i, dataclasses.replace(s, reuse=list(s.reuse)), bo, e, w, p)
                       for i, s, bo, e, w, p in bound]
-                args = (b2, set(outs), set(static), flags[0], flags[1], flags[2], table, None,
+                args = (b2, set(outs), set(static), flags[0], int(flags[1]) * 2, flags[2], table, None,
                         "c", "k", [], [], assumed_before, 7)
                 changes = NATIVE.after(*args, NO_HASH, True) if native else after_loop(*args)
                 sides.append((changes, list(log), table_state(table, bos), table.changed and

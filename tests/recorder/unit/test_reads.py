@@ -13,6 +13,8 @@ import support
 import numpy as np
 
 from bo_doctor import _hashing
+from bo_doctor import _bos
+from bo_doctor._bos import SPOT_CHUNK, SPOT_MIN, SPOT_TURNING, BoTable, spot_chunks
 from bo_doctor._hashing import STATS, array_hash
 from bo_doctor._record import Recorder
 from bo_doctor._spool import Spool
@@ -33,6 +35,20 @@ def kernel(a):
     s[...] = 1.0
     if CLOBBER["calls"] == CLOBBER["at"]:
         w[:4] = 7.0
+
+
+CLOBBER_AT_CHUNK = {"chunk": None}
+
+
+def chunk_kernel(a):
+    """kernel, writing at call CLOBBER["at"] one value in chunk CLOBBER_AT_CHUNK["chunk"] of
+    its static weight instead of the first four."""
+    CLOBBER["calls"] += 1
+    w, s = a.get(0, (N,)), a.get(1, (N,))
+    a.get(3, (4,))[...] = w[:4] + s[:4] + a.get(2, (4,))
+    s[...] = 1.0
+    if CLOBBER["calls"] == CLOBBER["at"]:
+        w[CLOBBER_AT_CHUNK["chunk"] * SPOT_CHUNK // 4 + 5] = 7.0
 
 
 def overwriting_kernel(a):
@@ -65,18 +81,48 @@ class Reads(support.RecorderTest):
         calls, reads = self.run_calls(20)
         sampled = [n for n in range(1, 21) if n <= 3 or n & (n - 1) == 0]
         self.assertEqual(sampled, [1, 2, 3, 4, 8, 16])
+        spots = [3, 4, 8, 16]  # after the whole reads of calls 1-2: spot checks
         for call in calls:
             n, s = call["n"], call["slots"][0]
-            if n in sampled:
+            if n in (1, 2):
                 self.assertNotIn(0, call["x"].get("bo_assumed_unchanged", []), n)
             else:
                 self.assertEqual(call["x"]["bo_assumed_unchanged"], [0], n)
+            self.assertEqual(call["x"].get("bo_spot_checked"), [0] if n in spots else None, n)
             self.assertEqual(s["reuse"], [array_hash(np.full(N, 2.0, np.float32))] * 2, n)
         # Between the sampled calls nothing of the 4 MiB weight or scratch BO is read or synced
         # (the 16-byte output is what is hashed).
         for n in (5, 6, 7, 9, 15, 17, 20):
             self.assertEqual(reads[n - 1], (0, 16), n)
-        self.assertGreaterEqual(reads[7][1], 4 * N)  # call 8 reads the weight BO again
+        self.assertGreaterEqual(reads[1][1], 4 * N)  # call 2 reads the weight BO whole
+        # A spot check syncs and hashes 3 or 4 of the weight's 64 chunks, one at a time.
+        for turn, n in enumerate(spots):
+            k = len(spot_chunks(4 * N // SPOT_CHUNK, turn))
+            self.assertIn(k, (3, 4))
+            self.assertEqual(reads[n - 1], (k, k * SPOT_CHUNK + 16), n)
+
+    def test_a_clobber_a_spot_check_misses_shows_at_a_later_one(self):
+        """A kernel that writes the middle of its static BO at call 5: call 8's spot check reads
+        other chunks (taken as unchanged), call 16's reads that chunk, finds the write and
+        reads the BO whole: its reuse after differs from before there."""
+        chunk = 35
+        self.assertNotIn(chunk, spot_chunks(64, 2))  # call 8's (the 3rd spot check)
+        self.assertIn(chunk, spot_chunks(64, 3))     # call 16's
+        CLOBBER_AT_CHUNK["chunk"] = chunk
+        try:
+            calls, reads = self.run_calls(17, clobber_at=5, body=chunk_kernel)
+        finally:
+            CLOBBER_AT_CHUNK["chunk"] = None
+        w = array_hash(np.full(N, 2.0, np.float32))
+        by_n = {c["n"]: c for c in calls}
+        self.assertEqual(by_n[8]["slots"][0]["reuse"], [w, w])
+        self.assertEqual(by_n[8]["x"]["bo_spot_checked"], [0])
+        self.assertEqual(by_n[16]["slots"][0]["reuse"][0], w)
+        self.assertNotEqual(by_n[16]["slots"][0]["reuse"][1], w)
+        self.assertNotIn("bo_spot_checked", by_n[16]["x"])
+        self.assertNotIn(0, by_n[16]["x"].get("bo_assumed_unchanged", []))
+        self.assertGreaterEqual(reads[15][1], 4 * N)  # read whole after the failed check
+        self.assertEqual(by_n[17]["slots"][0]["reuse"], [by_n[16]["slots"][0]["reuse"][1]] * 2)
 
     def test_a_clobber_between_samples_shows_at_the_next_sampled_call(self):
         calls, _ = self.run_calls(9, clobber_at=6)
@@ -132,6 +178,7 @@ class ReadsWithShadow(Reads):
                 self.assertNotIn(NO_HASH, s["reuse"], call["n"])
 
     test_a_clobber_between_samples_shows_at_the_next_sampled_call = None
+    test_a_clobber_a_spot_check_misses_shows_at_a_later_one = None
     test_intermediate_read_before_a_call_that_passes_new_data = None
 
     def test_calls_not_shadowed_are_read_as_without_shadow(self):
@@ -160,15 +207,17 @@ class ReadsWithShadow(Reads):
             else:  # the leftover, not read
                 self.assertEqual(s1["reuse"], [NO_HASH, NO_HASH], n)
                 self.assertEqual(call["x"]["bo_unread_before"], [1], n)
-            if n in (3, 8):  # sampled: the weight BO is read again (synced)
-                self.assertNotIn("bo_assumed_unchanged", call["x"], n)
-            else:
-                self.assertEqual(call["x"]["bo_assumed_unchanged"], [0], n)
+            self.assertEqual(call["x"]["bo_assumed_unchanged"], [0], n)
+            # sampled: the weight BO spot-checked (call 4's whole read, shadowed, kept the
+            # chunks and the turn: call 8 makes the 2nd spot check)
+            self.assertEqual(call["x"].get("bo_spot_checked"), [0] if n in (3, 8) else None, n)
         # Not sampled, nothing but the 16-byte input (one sync, for missed-static) and the
         # output are read: not the 4 MiB scratch, whose hash after call 4 stood for call 5.
         for n in (5, 6, 7, 9, 10):
             self.assertEqual(reads[n - 1], (1, 32), n)
-        self.assertEqual(reads[7], (3, 8 * N + 32))  # call 8: the weight and the scratch
+        k = len(spot_chunks(64, 1))
+        # call 8: the scratch whole, the weight's spot check (k chunks), the input
+        self.assertEqual(reads[7], (2 + k, 4 * N + k * SPOT_CHUNK + 32))
 
     def test_a_leftover_shown_harmless_on_one_key_stands_for_another(self):
         """Two keys (two layers) of one kernel, binary and shapes: key "a"'s leftover gets the
@@ -218,6 +267,110 @@ class ReadsWithShadow(Reads):
         self.assertEqual(calls[6]["slots"][1]["reuse"][0], NO_HASH)
         self.assertEqual(calls[7]["slots"][1]["reuse"][0], zeros)
         self.assertEqual(calls[8]["slots"][1]["reuse"], [zeros, zeros])
+
+
+class DeviceBo:
+    """A BO with device bytes apart from its host mapping; every sync logged as (size, offset)
+    (None for a whole-BO sync)."""
+    def __init__(self, nbytes, addr=0x1000):
+        self.dev = bytearray(np.arange(nbytes, dtype=np.uint32).tobytes()[:nbytes])
+        self.host = bytearray(nbytes)
+        self.addr, self.syncs, self.fail = addr, [], False
+
+    def address(self):
+        return self.addr
+
+    def size(self):
+        return len(self.host)
+
+    def map(self):
+        return memoryview(self.host)
+
+    def sync(self, direction, size=None, offset=0):
+        if self.fail:
+            raise RuntimeError("sync failed")
+        self.syncs.append(None if size is None else (size, offset))
+        end = len(self.host) if size is None else offset + size
+        self.host[offset:end] = self.dev[offset:end]
+
+
+class SpotChecks(unittest.TestCase):
+    """BoTable.spot: a static BO's chunks, each synced from the device alone and hashed, against
+    the chunk hashes its last whole read with keep kept."""
+
+    def setUp(self):
+        self.saved = _bos._from_device
+        _bos._from_device = "FROM_DEVICE"  # no pyxrt here: the direction is only passed on
+        if _bos._HASH_BUFFER_CHUNKS is None:
+            self.skipTest("no native helpers here")
+
+    def tearDown(self):
+        _bos._from_device = self.saved
+
+    def test_spot_checks_read_every_chunk_in_turn(self):
+        t, bo = BoTable(), DeviceBo(4 << 20)  # 64 chunks
+        h = t.hash(bo, 4 << 20, sync=True, keep=True)
+        self.assertEqual(bo.syncs, [None])
+        seen = set()
+        for turn in range(40):
+            bo.syncs.clear()
+            self.assertTrue(t.spot(bo, 4 << 20, h))
+            picked = [off // SPOT_CHUNK for _, off in bo.syncs]
+            self.assertEqual(picked, spot_chunks(64, turn))
+            self.assertEqual({n for n, _ in bo.syncs}, {SPOT_CHUNK})
+            self.assertEqual((picked[0], picked[-1]), (0, 63))
+            self.assertLessEqual(len(picked), 2 + SPOT_TURNING)
+            seen.update(picked)
+            if turn == 31:  # 32 checks turn through every chunk
+                self.assertEqual(seen, set(range(64)))
+        # A whole read keeps the turn: the next check goes on where the last one stopped.
+        t.hash(bo, 4 << 20, sync=True, keep=True)
+        bo.syncs.clear()
+        self.assertTrue(t.spot(bo, 4 << 20, h))
+        self.assertEqual([off // SPOT_CHUNK for _, off in bo.syncs], spot_chunks(64, 40))
+        # A BO whose size is not a whole number of chunks: the last chunk is short.
+        bo = DeviceBo((2 << 20) + 100)
+        h = t.hash(bo, (2 << 20) + 100, sync=True, keep=True)
+        bo.syncs.clear()
+        self.assertTrue(t.spot(bo, (2 << 20) + 100, h))
+        self.assertEqual(bo.syncs[-1], (100, 2 << 20))
+
+    def test_a_spot_check_needs_a_kept_read_and_partial_syncs(self):
+        n = 4 << 20
+        t, bo = BoTable(), DeviceBo(n)
+        h = t.hash(bo, n, sync=True)  # read without keep: nothing to compare
+        self.assertFalse(t.spot(bo, n, h))
+        small = DeviceBo(SPOT_MIN - SPOT_CHUNK)  # under SPOT_MIN: never kept
+        hs = t.hash(small, small.size(), sync=True, keep=True)
+        self.assertFalse(t.spot(small, small.size(), hs))
+        h = t.hash(bo, n, sync=True, keep=True)
+        self.assertEqual(h, array_hash(np.frombuffer(bytes(bo.dev), np.uint8)))
+        self.assertTrue(t.spot(bo, n, h))
+        self.assertFalse(t.spot(bo, n, "1" * 16))  # another hash than the kept read's
+        self.assertFalse(t.spot(bo, n - SPOT_CHUNK, h))  # another extent
+        # The device writes a chunk the next check reads (turn 1: chunks 0, 1, 33, 63): found.
+        self.assertIn(33, spot_chunks(64, 1))
+        bo.dev[33 * SPOT_CHUNK + 9] ^= 0xFF
+        self.assertFalse(t.spot(bo, n, h))
+        bo.dev[33 * SPOT_CHUNK + 9] ^= 0xFF
+        # ... one it does not read (turn 2: chunks 0, 2, 34, 63): not found (a spot check is a
+        # sample; the read of the whole BO at a key's first calls is what is exact)
+        bo.dev[20 * SPOT_CHUNK] ^= 0xFF
+        self.assertNotIn(20, spot_chunks(64, 2))
+        self.assertTrue(t.spot(bo, n, h))
+        bo.dev[20 * SPOT_CHUNK] ^= 0xFF
+        bo.fail = True  # a sync that raises: no answer, the BO is read whole
+        self.assertFalse(t.spot(bo, n, h))
+        bo.fail = False
+        self.assertTrue(t.spot(bo, n, h))
+        bo.addr += 1  # another BO at that id(): its identity differs
+        self.assertFalse(t.spot(bo, n, h))
+        bo.addr -= 1
+        self.assertTrue(t.spot(bo, n, h))
+        t.viewed.add(id(bo))  # a BO the program holds a view into is never synced
+        bo.syncs.clear()
+        self.assertFalse(t.spot(bo, n, h))
+        self.assertEqual(bo.syncs, [])
 
 
 if __name__ == "__main__":

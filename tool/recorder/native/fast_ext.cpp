@@ -836,6 +836,31 @@ PyObject* fast_hash_buffer(PyObject*, PyObject* args) {
                        static_cast<unsigned long long>(n));
 }
 
+// hash_buffer_chunks(obj, limit) -> (trace hash, n, chunk hashes) as hash_buffer, with the
+// hashes of the value's 64 KiB chunks (core's hash_bytes_chunks) in a bytearray of native
+// uint64: a later spot check compares one chunk's hash alone. None as hash_buffer.
+PyObject* fast_hash_buffer_chunks(PyObject*, PyObject* args) {
+  Py_buffer v;
+  Py_ssize_t limit = 0;
+  if (int r = hashing_args(args, "hash_buffer_chunks: the limit", &v, &limit)) {
+    if (r < 0) return nullptr;
+    Py_RETURN_NONE;
+  }
+  size_t n = std::min(static_cast<size_t>(v.len), static_cast<size_t>(limit));
+  PyObject* chunks = PyByteArray_FromStringAndSize(
+      nullptr, static_cast<Py_ssize_t>(bod::hash_chunk_count(n) * sizeof(uint64_t)));
+  if (!chunks) {
+    PyBuffer_Release(&v);
+    return nullptr;
+  }
+  auto* out = reinterpret_cast<uint64_t*>(PyByteArray_AsString(chunks));
+  uint64_t h = 0;
+  hash_outside_the_lock(n, [&] { h = bod::hash_bytes_chunks(v.buf, n, out); });
+  PyBuffer_Release(&v);
+  return Py_BuildValue("(KKN)", static_cast<unsigned long long>(h),
+                       static_cast<unsigned long long>(n), chunks);
+}
+
 // block_hashes(obj, block): core's hash_blocks of a C-contiguous buffer (as libbod_hash.so's
 // bod_block_hashes gives them) in a bytearray of native uint64; None for an object with no such
 // buffer (a numpy array that is not C-contiguous).
@@ -909,8 +934,9 @@ PyObject* fast_set_ndarray(PyObject*, PyObject* cls) {
 
 // The version of this module's functions; _fast.py loads only the one it was written for.
 PyObject* fast_api_version(PyObject*, PyObject*) {
-  // 2: block_hashes; 3: write, register(..., frozen), describe; 4: slots, after, pre_reads
-  return PyLong_FromLong(4);
+  // 2: block_hashes; 3: write, register(..., frozen), describe; 4: slots, after, pre_reads;
+  // 5: hash_buffer_chunks, after's sampled an int (NOT_SAMPLED, SPOT, READ) and table.spot
+  return PyLong_FromLong(5);
 }
 
 PyMethodDef kMethods[] = {
@@ -924,6 +950,9 @@ PyMethodDef kMethods[] = {
      "(hosts, placeholder shapes, views, bytes hashed)"},
     {"hash_buffer", fast_hash_buffer, METH_VARARGS,
      "hash_buffer(obj, limit) -> (trace hash, bytes hashed) of a contiguous buffer, else None"},
+    {"hash_buffer_chunks", fast_hash_buffer_chunks, METH_VARARGS,
+     "hash_buffer_chunks(obj, limit) -> (trace hash, bytes hashed, bytearray of the 64 KiB "
+     "chunks' hashes) of a contiguous buffer, else None"},
     {"block_hashes", fast_block_hashes, METH_VARARGS,
      "block_hashes(obj, block) -> bytearray of the XXH3-64 of each block of a C-contiguous "
      "buffer, else None"},

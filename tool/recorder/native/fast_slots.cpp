@@ -35,6 +35,9 @@ PyObject* g_remember_name = nullptr;
 PyObject* g_assumed_name = nullptr;
 PyObject* g_changed_name = nullptr;
 PyObject* g_add_name = nullptr;
+PyObject* g_spot_name = nullptr;
+PyObject* g_keep_name = nullptr;
+PyObject* g_sync_name = nullptr;
 
 const Interned kInterned[] = {
     {&g_static_text, "static"},   {&g_intermediate_text, "intermediate"},
@@ -46,8 +49,25 @@ const Interned kInterned[] = {
     {&g_host_name, "host"},       {&g_pool_name, "pool"},
     {&g_view_text, "view"},       {&g_remember_name, "remember"},
     {&g_assumed_name, "assumed"}, {&g_changed_name, "changed"},
-    {&g_add_name, "add"},
+    {&g_add_name, "add"},         {&g_spot_name, "spot"},
+    {&g_keep_name, "keep"},       {&g_sync_name, "sync"},
 };
+
+// A call's `sampled` (_capture.py): a skipped static slot assumed, spot-checked or read whole.
+enum Sampled { kNotSampled = 0, kSpot = 1, kRead = 2 };
+
+// table.spot(bo, extent, before) (_capture.py `_spot`): 1 when the spot check found the bytes
+// read before, 0 when it did not or the table has no spot checks, -1 with an error set.
+int spot_check(PyObject* table, PyObject* bo, PyObject* extent, PyObject* before) {
+  Ref spot(PyObject_GetAttr(table, g_spot_name));
+  if (!spot) {
+    if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return -1;
+    PyErr_Clear();
+    return 0;
+  }
+  Ref got(PyObject_CallFunctionObjArgs(spot.get(), bo, extent, before, nullptr));
+  return got ? PyObject_IsTrue(got.get()) : -1;
+}
 
 // A Python int as a long long; false (no error set) when it is not an exact int or does not fit.
 bool as_ll(PyObject* o, long long* v) {
@@ -261,12 +281,13 @@ PyObject* pair(bool a, bool b) {
 
 // after(bound, outs, static, lazy_call, sampled, error, table, missed_open, ns, bo_key, assumed,
 //       unread_after, assumed_before, n, NO_HASH) -> changes: _capture.py `after_loop`, step for
-// step (the BO table's hash called as it is there, its remember too unless native_table).
+// step (the BO table's hash and spot called as they are there, its remember too unless
+// native_table); sampled an int (NOT_SAMPLED, SPOT or READ).
 PyObject* fast_after(PyObject*, PyObject* args) {
   PyObject *bound, *outs, *statics, *table, *missed_open, *ns, *bo_key, *assumed, *unread_after,
       *assumed_before, *n, *no_hash;
   int lazy_call = 0, sampled = 0, error = 0, native_table = 0;
-  if (!PyArg_ParseTuple(args, "O!O!O!pppOOOOO!O!OOOp", &PyList_Type, &bound, &PySet_Type, &outs,
+  if (!PyArg_ParseTuple(args, "O!O!O!pipOOOOO!O!OOOp", &PyList_Type, &bound, &PySet_Type, &outs,
                         &PySet_Type, &statics, &lazy_call, &sampled, &error, &table, &missed_open,
                         &ns, &bo_key, &PyList_Type, &assumed, &PyList_Type, &unread_after,
                         &assumed_before, &n, &no_hash, &native_table))
@@ -322,8 +343,14 @@ PyObject* fast_after(PyObject*, PyObject* args) {
     int before_read = PyObject_RichCompareBool(before.get(), no_hash, Py_NE);
     if (before_read < 0) return nullptr;
     Ref after;
-    if (lazy && is_static && !wrote && !sampled && before_read) {
-      // A skipped static slot between its key's sampled calls: not read again.
+    int assume = lazy && is_static && !wrote && sampled != kRead && before_read;
+    if (assume && sampled != kNotSampled) {
+      assume = spot_check(table, bo, extent, before.get());
+      if (assume < 0) return nullptr;
+    }
+    if (assume) {
+      // A skipped static slot between its key's sampled calls, or whose spot check found the
+      // bytes read before: not read again.
       after.reset(Py_NewRef(before.get()));
       if (PyList_Append(assumed, index) < 0) return nullptr;
     } else {
@@ -342,7 +369,11 @@ PyObject* fast_after(PyObject*, PyObject* args) {
       } else {
         int in_outs = PySet_Contains(outs, index);
         if (in_outs < 0) return nullptr;
-        Ref kw(Py_BuildValue("{s:O}", "sync", in_outs ? Py_False : Py_True));
+        // keep: a static slot the call did not write, its chunks kept for its spot checks
+        Ref kw(PyDict_New());
+        if (!kw || PyDict_SetItem(kw.get(), g_sync_name, in_outs ? Py_False : Py_True) < 0 ||
+            (is_static && !wrote && PyDict_SetItem(kw.get(), g_keep_name, Py_True) < 0))
+          return nullptr;
         Ref pargs(kw ? PyTuple_Pack(2, bo, extent) : nullptr);
         after.reset(pargs ? PyObject_Call(hash_fn.get(), pargs.get(), kw.get()) : nullptr);
         if (!after) return nullptr;
@@ -366,7 +397,7 @@ PyObject* fast_after(PyObject*, PyObject* args) {
       if (!add) {
         add = PySequence_Contains(assumed_before, index);
         if (add > 0) add = PyObject_RichCompareBool(after.get(), before.get(), Py_EQ);
-        if (add > 0) add = !sampled;
+        if (add > 0) add = sampled == kNotSampled;
         if (add < 0) return nullptr;
       }
       if (add) {  // table.assumed.add(id(bo))

@@ -16,13 +16,31 @@ from ._hashing import NO_HASH, STATS, quick_hash
 _from_device = None
 
 
-def _native_hash_buffer():
+def _native(name):
+    """The native module's function `name` (_fast.py), or None without the module."""
     from . import _fast
     m = _fast.module()
-    return m.hash_buffer if m is not None else None
+    return getattr(m, name) if m is not None else None
 
 
-_HASH_BUFFER = _native_hash_buffer()
+_HASH_BUFFER = _native("hash_buffer")
+_HASH_BUFFER_CHUNKS = _native("hash_buffer_chunks")
+
+# A spot check of a static BO (`BoTable.spot`) reads these 64 KiB chunks (the trace hash's own:
+# docs/trace-format.md) of a BO of at least SPOT_MIN bytes: the first, the last and SPOT_TURNING
+# more, spread evenly over the BO and moved on by one chunk at each of its spot checks.
+SPOT_CHUNK = 64 << 10
+SPOT_TURNING = 2
+SPOT_MIN = 1 << 20
+
+
+def spot_chunks(k, turn):
+    """The chunks (ascending) of a BO of k chunks its spot check number `turn` (0, 1, ...)
+    reads."""
+    stride = -(-k // SPOT_TURNING)
+    picked = {0, k - 1}
+    picked.update(range(turn % stride, k, stride))
+    return sorted(picked)
 
 
 def from_device():
@@ -56,6 +74,26 @@ def mapped_hash(bo, nbytes, sync):
         return NO_HASH
 
 
+def _kept_hash(bo, nbytes, sync):
+    """(mapped_hash, the hashes of its 64 KiB chunks) of a BO of at least nbytes bytes, or
+    (that hash, None) when the chunks cannot be taken."""
+    if sync:
+        try:
+            bo.sync(from_device())
+        except Exception:
+            return NO_HASH, None
+        STATS["syncs"] += 1
+        STATS["sync_bytes"] += int(bo.size())
+    try:
+        got = _HASH_BUFFER_CHUNKS(bo.map(), nbytes)
+    except Exception:
+        got = None
+    if got is None or got[1] != nbytes:
+        return mapped_hash(bo, nbytes, False), None
+    STATS["bytes_hashed"] += got[1]
+    return "%016x" % got[0], got[2]
+
+
 def _identity(bo):
     """What tells a BO apart from a later one that gets the same id(): its device address and
     size (None when the BO cannot say)."""
@@ -76,6 +114,9 @@ class BoTable:
         self.reuse = reuse
         self.known = {}    # id(bo) -> (identity, {nbytes: hash}) taken after its last call
         self.assumed = set()  # id(bo) whose known hash was not read but carried over
+        # id(bo) -> [identity, nbytes, hash, its chunk hashes (bytearray of uint64), spot checks
+        # so far] from the BO's last whole read with keep (what `spot` compares)
+        self.chunks = {}
         # While one call's BOs are read (`reading` ... `done`): id(bo) -> (bo, its identity).
         # Within that stretch no engine code runs, so a BO's address and size stay as read.
         self._ids = None
@@ -99,16 +140,63 @@ class BoTable:
         ids[id(bo)] = (bo, ident)
         return ident
 
-    def hash(self, bo, nbytes, sync, reuse=False):
+    def hash(self, bo, nbytes, sync, reuse=False, keep=False):
         """The BO's first nbytes as the device holds them; from the mapping as it is when the
         program may hold a view into it. reuse: the hash taken after the last call that bound
-        the BO, when it holds one of these bytes (see `remember`)."""
-        if reuse and self.reuse and id(bo) not in self.viewed:
+        the BO, when it holds one of these bytes (see `remember`). keep: a static BO's read
+        whose chunk hashes a later `spot` compares (kept for a BO of SPOT_MIN bytes or more
+        that the program holds no view into)."""
+        viewed = id(bo) in self.viewed
+        if reuse and self.reuse and not viewed:
             k = self.known.get(id(bo))
             if k is not None and nbytes in k[1] and k[0] == self.identity(bo):
                 STATS["bo_hashes_reused"] += 1
                 return k[1][nbytes]
-        return mapped_hash(bo, nbytes, sync and id(bo) not in self.viewed)
+        if not keep or viewed or _HASH_BUFFER_CHUNKS is None or type(nbytes) is not int or \
+                not SPOT_MIN <= nbytes < 1 << 62:
+            return mapped_hash(bo, nbytes, sync and not viewed)
+        h, chunks = _kept_hash(bo, nbytes, sync)
+        old = self.chunks.pop(id(bo), None)
+        if chunks is not None and h != NO_HASH:
+            if len(self.chunks) >= 65536:
+                self.chunks.clear()
+            # the spot checks go on turning where they were (a whole read starts none over)
+            self.chunks[id(bo)] = [self.identity(bo), nbytes, h, chunks,
+                                   old[4] if old is not None else 0]
+        return h
+
+    def spot(self, bo, nbytes, before):
+        """Whether a spot check finds the BO's first nbytes as its last whole read with keep
+        left them, that read's hash being `before`: the chunks `spot_chunks` picks, each synced
+        from the device alone and hashed, all equal to the kept ones. False (the caller reads
+        the BO whole) when no such read is kept, the BO moved, the program holds a view into it,
+        or any chunk differs or cannot be read."""
+        e = self.chunks.get(id(bo))
+        if e is None or e[1] != nbytes or e[2] != before or id(bo) in self.viewed or \
+                _HASH_BUFFER is None or e[0] != self.identity(bo):
+            return False
+        kept = memoryview(e[3]).cast("Q")
+        picks = spot_chunks(len(kept), e[4])
+        e[4] += 1
+        try:
+            d = from_device()
+            m = bo.map()
+            for c in picks:
+                off = c * SPOT_CHUNK
+                n = min(SPOT_CHUNK, nbytes - off)
+                bo.sync(d, n, off)
+                STATS["syncs"] += 1
+                STATS["sync_bytes"] += n
+                got = _HASH_BUFFER(m[off:off + n], n)
+                if got is None or got[1] != n:
+                    return False
+                STATS["bytes_hashed"] += n
+                STATS["bytes_spot_checked"] += n
+                if got[0] != kept[c]:
+                    return False
+        except Exception:
+            return False
+        return True
 
     def has(self, bo, nbytes):
         """Whether a hash of the BO's first nbytes taken after its last call is known."""

@@ -25,9 +25,13 @@ from ._written import MIN_TRACKED
 from ._records import Call, CallX, Host, HostX, Labels, Placement, Slot, host_text_around
 from ._records import _native as _records_native
 
-# A skipped static slot's BO is read again after the dispatch at its key's first calls and at
-# the key's 2^k-th calls (docs/recording.md, "Reading only what a check needs").
+# A skipped static slot's BO is read again after the dispatch at its key's first READ_FIRST
+# calls, and spot-checked (BoTable.spot; read whole only where that finds a difference) at the
+# key's other calls up to SAMPLED_FIRST and at its 2^k-th calls (docs/recording.md, "Reading
+# only what a check needs"). A call's `sampled` is one of NOT_SAMPLED, SPOT and READ.
+READ_FIRST = 2
 SAMPLED_FIRST = 3
+NOT_SAMPLED, SPOT, READ = 0, 1, 2
 
 
 def _native(name):
@@ -366,18 +370,21 @@ def after_loop(bound, out_set, static, lazy_call, sampled, error, table, missed_
     """Each bound slot's bytes after the dispatch (its Slot's reuse[1]), read or not as a check
     needs them, and remembered in the BO table: {id(bo): (this call wrote it, its kernel changed
     it)}. bound: slot_loop's; lazy_call: the call's slots may be left unread; missed_open(ns,
-    key, i): whether missed-static reads slot i after the dispatch (None: not with --shadow).
-    Appends to assumed (static slots not read again) and unread_after. The native `after`
-    (fast_slots.cpp) does the same."""
+    key, i): whether missed-static reads slot i after the dispatch (None: not with --shadow);
+    sampled: the call's NOT_SAMPLED, SPOT or READ. Appends to assumed (static slots not read
+    again, or spot-checked) and unread_after. The native `after` (fast_slots.cpp) does the
+    same."""
     changes = {}  # id(bo) -> (this call wrote it, its kernel changed it)
     for i, s, bo, extent, wrote, ph in bound:
         reuse = s.reuse
         before = reuse[0]
         lazy = lazy_call and i not in out_set and s.bo.pool == "key" and \
             s.host.source != "view"
-        if lazy and i in static and not wrote and not sampled and before != NO_HASH:
-            # A skipped static slot between its key's sampled calls: not read again; its
-            # bytes are taken to be those read before (docs/recording.md).
+        if lazy and i in static and not wrote and sampled != READ and before != NO_HASH and \
+                (sampled == NOT_SAMPLED or _spot(table, bo, extent, before)):
+            # A skipped static slot between its key's sampled calls, or whose spot check found
+            # what was read before: not read again; its bytes are taken to be those read before
+            # (docs/recording.md).
             after = before
             assumed.append(i)
         elif lazy and not ph and i not in static and \
@@ -386,12 +393,17 @@ def after_loop(bound, out_set, static, lazy_call, sampled, error, table, missed_
             # that needs its bytes, not now.
             after = NO_HASH
             unread_after.append(i)
-        else:
-            after = before if error else table.hash(bo, extent, sync=i not in out_set)
+        elif error:
+            after = before
+        elif wrote or i not in static:
+            after = table.hash(bo, extent, sync=i not in out_set)
+        else:  # a static slot the call did not write: its chunks kept for its spot checks
+            after = table.hash(bo, extent, sync=i not in out_set, keep=True)
         reuse[1] = after
         if not error and after != NO_HASH:
             table.remember(bo, extent, after)
-            if i in assumed or i in assumed_before and after == before and not sampled:
+            if i in assumed or i in assumed_before and after == before and \
+                    sampled == NOT_SAMPLED:
                 table.assumed.add(id(bo))
         kernel_changed = before != NO_HASH and after != NO_HASH and after != before
         if wrote or kernel_changed:
@@ -401,6 +413,12 @@ def after_loop(bound, out_set, static, lazy_call, sampled, error, table, missed_
         changes[k] = (wrote, kernel_changed) if got is None else \
             (got[0] or wrote, got[1] or kernel_changed)
     return changes
+
+
+def _spot(table, bo, nbytes, before):
+    """table.spot(bo, nbytes, before); False (read it whole) for a table without spot checks."""
+    spot = getattr(table, "spot", None)
+    return spot is not None and spot(bo, nbytes, before)
 
 
 class CallCapture:
@@ -457,7 +475,8 @@ class CallCapture:
         # call (what intermediate-read compares: placeholders and views are not data passed).
         kc = rec.key_calls[(self.ns, a.key)] = rec.key_calls.get((self.ns, a.key), 0) + 1
         self.key_call = kc
-        self.sampled = kc <= SAMPLED_FIRST or (kc & (kc - 1)) == 0
+        self.sampled = READ if kc <= READ_FIRST else \
+            SPOT if kc <= SAMPLED_FIRST or (kc & (kc - 1)) == 0 else NOT_SAMPLED
         self.lazy = rec.lazy and not rec.running  # another thread's call may share a BO
         self.lazy_after = rec.lazy_after and not rec.running
         self.new_data = set()
@@ -667,7 +686,7 @@ class CallCapture:
             STATS["hashed_shadow"] += STATS["bytes_hashed"] - b1
             b0 += STATS["bytes_hashed"] - b1
         lazy_call = self.lazy_after and not error and not shadowed
-        loop_args = (bound, out_set, static, bool(lazy_call), bool(self.sampled), bool(error),
+        loop_args = (bound, out_set, static, bool(lazy_call), self.sampled, bool(error),
                      rec.bos, rec.missed_static_open if rec.shadow else None, ns, call.bo_key,
                      self.assumed, self.unread_after, self.assumed_before, n)
         changes = _AFTER(*loop_args, NO_HASH, type(rec.bos) is BoTable) \
@@ -680,6 +699,8 @@ class CallCapture:
             call.x.bo_unread_after = self.unread_after
         if self.assumed:
             call.x.bo_assumed_unchanged = self.assumed
+            if self.sampled == SPOT:  # each one's spot check found the bytes read before
+                call.x.bo_spot_checked = self.assumed
         if self.assumed_before:
             call.x.bo_assumed_before = self.assumed_before
         if self.thread:

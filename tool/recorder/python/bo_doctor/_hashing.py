@@ -23,6 +23,7 @@ API_VERSION = 1
 
 # What the recorder did, for `bo_doctor.recorder_stats()` (the benchmark reads it).
 STATS = {"bytes_hashed": 0, "bytes_skipped": 0, "syncs": 0, "sync_bytes": 0, "bo_hashes_reused": 0,
+         "bytes_spot_checked": 0,  # of static BOs, by `BoTable.spot` (in bytes_hashed too)
          "tracked_arrays": 0, "calls": 0, "shadowed": 0, "shadow_skipped": 0,
          # bytes_hashed by where: host arguments, BOs before and after the dispatch, the shadow
          # run (the rest: the views the engine returned)

@@ -114,6 +114,7 @@ class CallX:
     bo_unread_after: object = OMIT   # [slot]: reuse[1] not read (no check needs it here)
     bo_assumed_unchanged: object = OMIT  # [slot]: static BO not read again, reuse[1] = reuse[0]
     bo_assumed_before: object = OMIT  # [slot]: reuse[0] carried over from an unread call
+    bo_spot_checked: object = OMIT  # [slot]: of bo_assumed_unchanged, spot-checked (_bos.py)
 
 
 @dataclass
