@@ -12,7 +12,8 @@ recorder's added ms per token (median against the program alone), the same in pr
 with the recorder's own time per token and per call (recorder_stats() seconds, by the clock; a
 build before 2026-12-07 counted its CPU time, cpu_seconds: the row says which; process CPU time
 is steadier than wall time on a loaded machine), MiB hashed and BO syncs per
-token (bo_doctor.recorder_stats(), same tokens), peak RSS and RSS after decode (and their ratio
+token (bo_doctor.recorder_stats(), same tokens; and the MiB of them synced and spot-checked),
+peak RSS and RSS after decode (and their ratio
 to the program alone). `--before` runs the record modes of another bo-doctor build too, in the
 same interleaving (rows before-record, before-shadow). Exits 1 when a run fails.
 `--size small --tokens 4 --runs 1` is the smoke run of the test suite (ctest -R
@@ -77,6 +78,8 @@ def run(mode, bod, o, tmp, i):
             "own": "time" if own == "seconds" else "CPU",
             "first_ms": r["tokens"][0]["ms"],
             "mib": per_token("bytes_hashed") / (1 << 20), "syncs": per_token("syncs"),
+            "sync_mib": per_token("sync_bytes") / (1 << 20),
+            "spot_mib": per_token("bytes_spot_checked") / (1 << 20),
             "shadowed": per_token("shadowed"), "calls": per_token("calls"),
             "where": {k: per_token("hashed_" + k) / (1 << 20) for k in WHERE},
             "peak": r["peak_rss_kib"] / 1024, "after": r["rss_after_kib"] / 1024,
@@ -154,9 +157,12 @@ def main():
                     statistics.median(r["calls"] for r in res[m]))
                 if rec_med and any(r["calls"] for r in res[m]) else ""))
             where = {k: statistics.median(r["where"][k] for r in res[m]) for k in WHERE}
-            print("         MiB hashed per token by where: %s, views %.1f" % (
-                ", ".join("%s %.1f" % (k.replace("_", " "), v) for k, v in where.items()),
-                statistics.median(r["mib"] for r in res[m]) - sum(where.values())))
+            print("         MiB hashed per token by where: %s, views %.1f; of static BOs' "
+                  "spot checks %.2f; MiB synced from the device per token %.1f" % (
+                      ", ".join("%s %.1f" % (k.replace("_", " "), v) for k, v in where.items()),
+                      statistics.median(r["mib"] for r in res[m]) - sum(where.values()),
+                      statistics.median(r["spot_mib"] for r in res[m]),
+                      statistics.median(r["sync_mib"] for r in res[m])))
         if m.endswith("shadow") and any(r["calls"] for r in res[m]):
             print("         shadow runs per token: %.1f of %.1f calls" % (
                 statistics.median(r["shadowed"] for r in res[m]),

@@ -19,7 +19,8 @@ def recorder_stats():
     """What the recorder has done so far in this process (all zero outside a recording):
     bytes_hashed, syncs (BO syncs from the device the recorder made) and sync_bytes, calls
     recorded and shadowed, and bytes_hashed split by where (hashed_host, hashed_bo_before,
-    hashed_bo_after, hashed_shadow; the rest hashed the views the engine returned), and
+    hashed_bo_after, hashed_shadow; the rest hashed the views the engine returned),
+    bytes_spot_checked (of static BOs, by spot checks; in bytes_hashed too), and
     seconds: the time the recording threads spent in the recorder, by the clock (it includes
     what the system took from them). A copy."""
     from ._hashing import STATS
