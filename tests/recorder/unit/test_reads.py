@@ -335,6 +335,17 @@ class SpotChecks(unittest.TestCase):
         self.assertTrue(t.spot(bo, (2 << 20) + 100, h))
         self.assertEqual(bo.syncs[-1], (100, 2 << 20))
 
+    def test_a_mapping_of_wider_items_is_checked_by_its_bytes(self):
+        class WideBo(DeviceBo):  # a mapping of 2-D uint32 items, as a binding may give it
+            def map(self):
+                return np.frombuffer(self.host, np.uint32).reshape(-1, 256)
+        n = 2 << 20
+        t, bo = BoTable(), WideBo(n)
+        h = t.hash(bo, n, sync=True, keep=True)
+        self.assertTrue(t.spot(bo, n, h))
+        bo.dev[n - 1] ^= 1  # the last chunk, which every check reads
+        self.assertFalse(t.spot(bo, n, h))
+
     def test_a_spot_check_needs_a_kept_read_and_partial_syncs(self):
         n = 4 << 20
         t, bo = BoTable(), DeviceBo(n)

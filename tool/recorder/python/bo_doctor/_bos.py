@@ -180,7 +180,9 @@ class BoTable:
         e[4] += 1
         try:
             d = from_device()
-            m = bo.map()
+            m = memoryview(bo.map())
+            if m.ndim != 1 or m.itemsize != 1:  # sliced by byte offsets below
+                m = m.cast("B")
             for c in picks:
                 off = c * SPOT_CHUNK
                 n = min(SPOT_CHUNK, nbytes - off)
