@@ -4,7 +4,8 @@
 program's output is what it prints without recording, and the trace holds every call with the
 placements the real cache made (key, shared and alias pools), shadow runs that agree, and no
 finding; then run_captures.py's variants (captured views, slices, a stale skip view, a loop
-variable `i`, a call after the layer loop) give the findings they give on the stand-in. Exits 77 (ctest: skipped) when there is no mlir-air cache.py (run_real_cache.py says
+variable `i`, a call after the layer loop) give the findings they give on the stand-in, and
+run_spot_checks.py's 2 MiB weight is spot-checked at its key's sampled calls. Exits 77 (ctest: skipped) when there is no mlir-air cache.py (run_real_cache.py says
 where it looks).
 
     /usr/bin/python3 tests/recorder/mlir_air/test_real_cache.py build/bo-doctor
@@ -161,6 +162,55 @@ class RealCacheVariants(unittest.TestCase):
                     self.assertEqual(errors, set())
                 for c in causes:
                     self.assertIn(c, errors)
+
+
+SPOT = [sys.executable, os.path.join(HERE, "run_spot_checks.py")]
+
+
+class RealCacheSpotChecks(unittest.TestCase):
+    """The spot checks of a static BO (docs/recording.md) on the real KernelCache: a 2 MiB
+    weight called 10 times under one key is read whole at calls 1-2 and spot-checked at calls
+    3, 4 and 8; a kernel that writes the weight's first chunk at call 6 shows at call 8, one
+    that writes a middle chunk no check of this run reads shows nowhere (a spot check is a
+    sample), and the program prints what it prints without recording."""
+
+    def record(self, *args):
+        with tempfile.TemporaryDirectory(prefix="bod_mlir_air_spot_") as tmp:
+            trace = os.path.join(tmp, "t.jsonl")
+            plain = run(SPOT + list(args))
+            rec = run([BO_DOCTOR, "record", "-o", trace, "--"] + SPOT + list(args))
+            self.assertEqual(rec.returncode, 0, rec.stderr)
+            self.assertEqual(rec.stdout, plain.stdout)
+            with open(trace) as f:
+                calls = [json.loads(l) for l in f if '"type":"call"' in l.replace(" ", "")]
+        self.assertEqual([c["n"] for c in calls], list(range(1, 11)))
+        return {c["n"]: c for c in calls}
+
+    def test_a_clean_run_is_spot_checked_at_the_sampled_calls(self):
+        calls = self.record()
+        w = calls[1]["slots"][1]["host"]["hash"]
+        for n, c in calls.items():
+            self.assertEqual(c["slots"][1]["reuse"], [w, w], n)
+            x = c["x"]
+            self.assertEqual(x.get("bo_spot_checked"), [1] if n in (3, 4, 8) else None, n)
+            self.assertEqual(x.get("bo_assumed_unchanged"), [1] if n > 2 else None, n)
+
+    def test_a_write_into_the_first_chunk_shows_at_the_next_sampled_call(self):
+        calls = self.record("--clobber-at", "6", "--chunk", "0")
+        w = calls[1]["slots"][1]["host"]["hash"]
+        self.assertEqual(calls[6]["slots"][1]["reuse"], [w, w])  # call 6: taken as unchanged
+        self.assertEqual(calls[8]["slots"][1]["reuse"][0], w)
+        self.assertNotEqual(calls[8]["slots"][1]["reuse"][1], w)  # call 8's check found it
+        self.assertNotIn("bo_spot_checked", calls[8]["x"])
+        self.assertEqual(calls[9]["slots"][1]["reuse"], [calls[8]["slots"][1]["reuse"][1]] * 2)
+
+    def test_a_write_no_check_reads_is_not_seen(self):
+        # chunk 20 of 32: not among the chunks of this run's three spot checks
+        calls = self.record("--clobber-at", "6", "--chunk", "20")
+        w = calls[1]["slots"][1]["host"]["hash"]
+        for n, c in calls.items():
+            self.assertEqual(c["slots"][1]["reuse"], [w, w], n)
+        self.assertEqual(calls[8]["x"].get("bo_spot_checked"), [1])
 
 
 if __name__ == "__main__":
