@@ -160,8 +160,11 @@ TEST(Hash, BlockHashesArePlainXxh3OfEachBlock) {
 TEST(Hash, ChunksKeptAreTheChunkHashesOfTheSameValue) {
   const size_t M = size_t(1) << 20;
   std::vector<uint8_t> buf = pattern(17 * M + 64);
+  struct KeepCount {  // the thread count restored, whatever fails
+    unsigned t = hash_threads();
+    ~KeepCount() { set_hash_threads(t); }
+  } keep;
   for (unsigned t : {1u, 3u}) {
-    unsigned old = hash_threads();
     ASSERT_TRUE(set_hash_threads(t));
     for (size_t n : {size_t(0), size_t(1), kHashChunk - 1, kHashChunk, kHashChunk + 1,
                      5 * kHashChunk + 7, 17 * M + 5}) {
@@ -174,7 +177,6 @@ TEST(Hash, ChunksKeptAreTheChunkHashesOfTheSameValue) {
             << "n=" << n << " chunk " << i;
       }
     }
-    set_hash_threads(old);
   }
 }
 

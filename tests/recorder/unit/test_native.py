@@ -431,8 +431,8 @@ class LoggedBo:
         self.log.append(("size", self.k))
         return self._size
 
-    def sync(self, direction):
-        self.log.append(("sync", self.k))
+    def sync(self, direction, size=None, offset=0):
+        self.log.append(("sync", self.k, size, offset))
 
     def map(self):
         self.log.append(("map", self.k))
@@ -553,6 +553,54 @@ class BoReads(unittest.TestCase):
                               sorted(table.changed.values()), [s.reuse for _, s, *_ in b2],
                               args[10], args[11]))
             self.assertEqual(sides[0], sides[1])
+
+    def test_after_spot_checks_with_the_native_remember_as_the_python_loop(self):
+        """Static slots of BOs of 1 MiB and more, read whole with their chunks kept, then a call
+        that is not sampled, spot-checked or read: the same BO calls (partial syncs included),
+        hashes, kept chunks and turns on both sides; a BO whose bytes changed is read whole."""
+        rng = np.random.default_rng(8)
+        big = [(1 << 20) + 64, 3 << 19, 2 << 20]
+        data = {n: bytes(rng.integers(0, 256, n, dtype=np.uint8)) for n in big}
+        seen = {"spot_sync": 0, "whole_after_spot": 0}
+        for _ in range(120):
+            log = []
+            bos = [LoggedBo(log, k, int(n), data[int(n)])
+                   for k, n in enumerate(rng.choice(big, int(rng.integers(1, 4))))]
+            n_args = int(rng.integers(1, 6))
+            slot_bos = [bos[int(rng.integers(len(bos)))] for _ in range(n_args)]
+            sampled = int(rng.integers(3))
+            changed = [b for b in bos if rng.integers(3) == 0]
+            sides = []
+            for native in (True, False):
+                table = BoTable()
+                for b in bos:
+                    b.data, b.moved = data[b._size], False
+                    table.hash(b, b._size, sync=True, keep=True)  # the whole read, chunks kept
+                for b in changed:  # the device changed its bytes since
+                    b.data = b.data[:-5] + bytes(5)
+                del log[:]
+                bound = []
+                for i, bo in enumerate(slot_bos):
+                    h = Host([bo._size], "i8", bo._size, "a" * 16, "tensor", "arg%d" % i, 0)
+                    known = table.chunks[id(bo)][2]
+                    s = Slot("static", False, h, Placement("c", "key", "k", i, bo._size, 1),
+                             bo._size, False, 0, NO_HASH, [known, NO_HASH])
+                    bound.append((i, s, bo, bo._size, False, False))
+                table.reading()
+                args = (bound, set(), set(range(n_args)), True, sampled, False, table, None,
+                        "c", "k", [], [], [], 7)
+                changes = NATIVE.after(*args, NO_HASH, True) if native else after_loop(*args)
+                index = {id(b): k for k, b in enumerate(bos)}
+                sides.append((changes, list(log), table_state(table, bos),
+                              {index[i]: (e[1], e[2], e[4]) for i, e in table.chunks.items()},
+                              [s.reuse for _, s, *_ in bound], args[10]))
+            self.assertEqual(sides[0], sides[1])
+            syncs = [e for e in sides[0][1] if e[0] == "sync"]
+            seen["spot_sync"] += sum(1 for e in syncs if e[2] is not None)
+            if sampled == 1 and changed and any(b in changed for b in slot_bos):
+                seen["whole_after_spot"] += sum(1 for e in syncs if e[2] is None)
+        self.assertGreater(seen["spot_sync"], 50)
+        self.assertGreater(seen["whole_after_spot"], 5)
 
 
 # Other interpreters a user's venv may run: BOD_TEST_PYTHONS (colon-separated paths), else

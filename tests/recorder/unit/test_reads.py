@@ -103,11 +103,11 @@ class Reads(support.RecorderTest):
 
     def test_a_clobber_a_spot_check_misses_shows_at_a_later_one(self):
         """A kernel that writes the middle of its static BO at call 5: call 8's spot check reads
-        other chunks (taken as unchanged), call 16's reads that chunk, finds the write and
-        reads the BO whole: its reuse after differs from before there."""
-        chunk = 35
-        self.assertNotIn(chunk, spot_chunks(64, 2))  # call 8's (the 3rd spot check)
-        self.assertIn(chunk, spot_chunks(64, 3))     # call 16's
+        other chunks (taken as unchanged: a known limit of a sample), call 16's reads that
+        chunk, finds the write and reads the BO whole: its reuse after differs from before
+        there."""
+        # a chunk call 16's check (the 4th) reads and none before it did
+        chunk = min(set(spot_chunks(64, 3)) - set().union(*(spot_chunks(64, t) for t in range(3))))
         CLOBBER_AT_CHUNK["chunk"] = chunk
         try:
             calls, reads = self.run_calls(17, clobber_at=5, body=chunk_kernel)
@@ -321,6 +321,10 @@ class SpotChecks(unittest.TestCase):
             self.assertEqual((picked[0], picked[-1]), (0, 63))
             self.assertLessEqual(len(picked), 2 + SPOT_TURNING)
             seen.update(picked)
+            if turn == 3:  # the middle chunks checked so far spread over both halves
+                mid = sorted(seen - {0, 63})
+                self.assertTrue(any(c < 32 for c in mid) and any(c >= 32 for c in mid), mid)
+                self.assertGreater(max(c % 32 for c in mid) - min(c % 32 for c in mid), 8, mid)
             if turn == 31:  # 32 checks turn through every chunk
                 self.assertEqual(seen, set(range(64)))
         # A whole read keeps the turn: the next check goes on where the last one stopped.
@@ -359,17 +363,17 @@ class SpotChecks(unittest.TestCase):
         self.assertTrue(t.spot(bo, n, h))
         self.assertFalse(t.spot(bo, n, "1" * 16))  # another hash than the kept read's
         self.assertFalse(t.spot(bo, n - SPOT_CHUNK, h))  # another extent
-        # The device writes a chunk the next check reads (turn 1: chunks 0, 1, 33, 63): found.
-        self.assertIn(33, spot_chunks(64, 1))
-        bo.dev[33 * SPOT_CHUNK + 9] ^= 0xFF
+        # The device writes a middle chunk the next check (turn 1) reads: found.
+        hit = spot_chunks(64, 1)[1]
+        bo.dev[hit * SPOT_CHUNK + 9] ^= 0xFF
         self.assertFalse(t.spot(bo, n, h))
-        bo.dev[33 * SPOT_CHUNK + 9] ^= 0xFF
-        # ... one it does not read (turn 2: chunks 0, 2, 34, 63): not found (a spot check is a
-        # sample; the read of the whole BO at a key's first calls is what is exact)
-        bo.dev[20 * SPOT_CHUNK] ^= 0xFF
-        self.assertNotIn(20, spot_chunks(64, 2))
+        bo.dev[hit * SPOT_CHUNK + 9] ^= 0xFF
+        # ... one the next check (turn 2) does not read: not found (a spot check is a sample;
+        # the read of the whole BO at a key's first calls is what is exact)
+        miss = min(set(range(64)) - set(spot_chunks(64, 2)))
+        bo.dev[miss * SPOT_CHUNK] ^= 0xFF
         self.assertTrue(t.spot(bo, n, h))
-        bo.dev[20 * SPOT_CHUNK] ^= 0xFF
+        bo.dev[miss * SPOT_CHUNK] ^= 0xFF
         bo.fail = True  # a sync that raises: no answer, the BO is read whole
         self.assertFalse(t.spot(bo, n, h))
         bo.fail = False

@@ -847,16 +847,14 @@ PyObject* fast_hash_buffer_chunks(PyObject*, PyObject* args) {
     Py_RETURN_NONE;
   }
   size_t n = std::min(static_cast<size_t>(v.len), static_cast<size_t>(limit));
-  PyObject* chunks = PyByteArray_FromStringAndSize(
-      nullptr, static_cast<Py_ssize_t>(bod::hash_chunk_count(n) * sizeof(uint64_t)));
-  if (!chunks) {
-    PyBuffer_Release(&v);
-    return nullptr;
-  }
-  auto* out = reinterpret_cast<uint64_t*>(PyByteArray_AsString(chunks));
+  std::vector<uint64_t> out(bod::hash_chunk_count(n));  // aligned, then copied out
   uint64_t h = 0;
-  hash_outside_the_lock(n, [&] { h = bod::hash_bytes_chunks(v.buf, n, out); });
+  hash_outside_the_lock(n, [&] { h = bod::hash_bytes_chunks(v.buf, n, out.data()); });
   PyBuffer_Release(&v);
+  PyObject* chunks =
+      PyByteArray_FromStringAndSize(reinterpret_cast<const char*>(out.data()),
+                                    static_cast<Py_ssize_t>(out.size() * sizeof(uint64_t)));
+  if (!chunks) return nullptr;
   return Py_BuildValue("(KKN)", static_cast<unsigned long long>(h),
                        static_cast<unsigned long long>(n), chunks);
 }

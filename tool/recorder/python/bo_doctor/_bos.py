@@ -7,6 +7,7 @@ the device only BOs the engine never returned a view into: a FROM_DEVICE sync re
 mapping, which would change what such a view shows the program. Reading a mapping never writes
 it. Callers hold the recorder's lock around every method (the tables are shared by all threads).
 """
+import math
 import sys
 
 import numpy as np
@@ -27,19 +28,33 @@ _HASH_BUFFER = _native("hash_buffer")
 _HASH_BUFFER_CHUNKS = _native("hash_buffer_chunks")
 
 # A spot check of a static BO (`BoTable.spot`) reads these 64 KiB chunks (the trace hash's own:
-# docs/trace-format.md) of a BO of at least SPOT_MIN bytes: the first, the last and SPOT_TURNING
-# more, spread evenly over the BO and moved on by one chunk at each of its spot checks.
+# docs/trace-format.md) of at least SPOT_MIN bytes hashed: the first, the last and SPOT_TURNING
+# more, evenly spaced over the BO at an offset that moves at each of its spot checks by a step
+# co-prime with the spacing, about 0.618 of it (so the chunks checked so far spread over the
+# whole BO, and every chunk comes in turn).
 SPOT_CHUNK = 64 << 10
 SPOT_TURNING = 2
 SPOT_MIN = 1 << 20
+_STEPS = {}  # spacing -> step
+
+
+def _step(stride):
+    got = _STEPS.get(stride)
+    if got is None:
+        got = max(1, int(stride * 0.6180339887))
+        while math.gcd(got, stride) != 1:
+            got += 1
+        if len(_STEPS) < 4096:
+            _STEPS[stride] = got
+    return got
 
 
 def spot_chunks(k, turn):
-    """The chunks (ascending) of a BO of k chunks its spot check number `turn` (0, 1, ...)
-    reads."""
+    """The chunks (ascending, 3 or 4 of them) of a BO of k chunks its spot check number `turn`
+    (0, 1, ...) reads."""
     stride = -(-k // SPOT_TURNING)
     picked = {0, k - 1}
-    picked.update(range(turn % stride, k, stride))
+    picked.update(range(turn * _step(stride) % stride, k, stride))
     return sorted(picked)
 
 
@@ -80,10 +95,10 @@ def _kept_hash(bo, nbytes, sync):
     if sync:
         try:
             bo.sync(from_device())
+            STATS["syncs"] += 1
+            STATS["sync_bytes"] += int(bo.size())
         except Exception:
             return NO_HASH, None
-        STATS["syncs"] += 1
-        STATS["sync_bytes"] += int(bo.size())
     try:
         got = _HASH_BUFFER_CHUNKS(bo.map(), nbytes)
     except Exception:
@@ -117,6 +132,7 @@ class BoTable:
         # id(bo) -> [identity, nbytes, hash, its chunk hashes (bytearray of uint64), spot checks
         # so far] from the BO's last whole read with keep (what `spot` compares)
         self.chunks = {}
+        self.chunk_bytes = 0  # the bytes of those chunk hashes
         # While one call's BOs are read (`reading` ... `done`): id(bo) -> (bo, its identity).
         # Within that stretch no engine code runs, so a BO's address and size stay as read.
         self._ids = None
@@ -157,9 +173,14 @@ class BoTable:
             return mapped_hash(bo, nbytes, sync and not viewed)
         h, chunks = _kept_hash(bo, nbytes, sync)
         old = self.chunks.pop(id(bo), None)
+        if old is not None:
+            self.chunk_bytes -= len(old[3])
         if chunks is not None and h != NO_HASH:
-            if len(self.chunks) >= 65536:
+            # at most 65536 BOs' chunk hashes and 64 MiB of them (those of 512 GiB of BOs)
+            if len(self.chunks) >= 65536 or self.chunk_bytes + len(chunks) > 64 << 20:
                 self.chunks.clear()
+                self.chunk_bytes = 0
+            self.chunk_bytes += len(chunks)
             # the spot checks go on turning where they were (a whole read starts none over)
             self.chunks[id(bo)] = [self.identity(bo), nbytes, h, chunks,
                                    old[4] if old is not None else 0]
