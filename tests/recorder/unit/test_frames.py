@@ -133,5 +133,28 @@ class Snapshots(unittest.TestCase):
         self.assertTrue(gone)
 
 
+class RelativeFileNames(unittest.TestCase):
+    """A program frame named by a relative file (a module imported from '' on sys.path, as
+    under `python3 -c`) is the program's, known without asking the working folder (no
+    os.path.abspath, a getcwd system call per frame and call), and remembered."""
+
+    def test_a_relative_name_is_the_programs_and_is_remembered(self):
+        from unittest import mock
+        self.assertTrue(_frames._RELATIVE_NOT_OURS)  # the recorder's own names are absolute
+        name = "bod_relative_prog.py"
+        _frames._OURS.pop(name, None)
+        code = compile("def prog(run):\n    for layer_idx in range(2):\n"
+                       "        out.append(run())\n", name, "exec")
+        env = {"out": []}
+        exec(code, env)
+        asked, abspath = [], _frames.os.path.abspath
+        with mock.patch.object(_frames.os.path, "abspath",
+                               side_effect=lambda p: asked.append(p) or abspath(p)):
+            env["prog"](lambda: running(4))
+        self.assertNotIn(name, asked)
+        self.assertEqual(env["out"][1][0], (("layer_idx",), {"layer_idx": 1}))
+        self.assertIs(_frames._OURS[name], False)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -103,6 +103,10 @@ def program_frames(limit, start=None):
 
 
 _OURS = {}  # a code object's file name -> whether it is a file of the recorder
+# The recorder's own modules were imported by an absolute name (their code objects' file names
+# are this one's folder): a relative file name is then never one of theirs, whatever the
+# working folder (a module the program imported from '' on sys.path, as `python3 -c` does).
+_RELATIVE_NOT_OURS = os.path.isabs(__file__)
 
 
 def _ours(filename):
@@ -110,8 +114,11 @@ def _ours(filename):
     if got is None:
         # "<frozen runpy>", "<string>", "<stdin>": no file, never one of the recorder's
         pseudo = filename.startswith("<") and filename.endswith(">")
-        got = not pseudo and os.path.dirname(os.path.abspath(filename)) == _HERE
-        if pseudo or os.path.isabs(filename):  # a relative name depends on the working folder
+        relative = not pseudo and not os.path.isabs(filename)
+        got = not pseudo and not (relative and _RELATIVE_NOT_OURS) and \
+            os.path.dirname(os.path.abspath(filename)) == _HERE
+        # a relative name depends on the working folder unless it is never ours
+        if not relative or _RELATIVE_NOT_OURS:
             if len(_OURS) > 4096:
                 _OURS.clear()
             _OURS[filename] = got
