@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 
-from ._hashing import NO_HASH, STATS, quick_hash
+from ._hashing import CHUNK, NO_HASH, STATS, quick_hash
 
 _from_device = None
 
@@ -32,7 +32,7 @@ _HASH_BUFFER_CHUNKS = _native("hash_buffer_chunks")
 # more, evenly spaced over the BO at an offset that moves at each of its spot checks by a step
 # co-prime with the spacing, about 0.618 of it (so the chunks checked so far spread over the
 # whole BO, and every chunk comes in turn).
-SPOT_CHUNK = 64 << 10
+SPOT_CHUNK = CHUNK  # the trace hash's chunk (_hashing.py)
 SPOT_TURNING = 2
 SPOT_MIN = 1 << 20
 _STEPS = {}  # spacing -> step
