@@ -185,34 +185,36 @@ class ReadsWithShadow(Reads):
         """A call a harmless shadow run stands for reads after its dispatch what a call of
         plain record reads: the static BO only at sampled calls, the scratch not, and the input
         slot whose data never changed, because missed-static reads it there. The scratch then
-        holds what that call left (a leftover, "left:K" in the signature): the first such call
-        is read and shadowed (call 4), and once that run was harmless the later ones are not
-        read before the call either, but at the key's sampled calls (call 8)."""
+        holds what that call left (a leftover, "left:K" in the signature): the first such call,
+        call 3, whose scratch's hash call 2's shadow run read after its dispatch, is shadowed,
+        and once that run was harmless the later ones are not read before the call either,
+        but where its hash is known (call 4: call 3's shadow run read it) or at the key's
+        2^k-th calls from the 8th (call 8)."""
         calls, reads = self.run_calls(10, body=overwriting_kernel)
         w = array_hash(np.full(N, 2.0, np.float32))
         ones = array_hash(np.full(N, 1.0, np.float32))
         self.assertEqual([c.get("shadow_like") for c in calls],
-                         [None, None, 2, None, 2, 4, 4, 4, 4, 4])
+                         [None, None, None, 3, 3, 3, 3, 3, 3, 3])
         for call in calls[2:]:
             n, (s0, s1, s2) = call["n"], call["slots"][:3]
             self.assertEqual(s0["reuse"], [w, w], n)
             self.assertEqual(s2["reuse"], [s2["host"]["hash"]] * 2, n)  # for missed-static
-            if n == 4:  # shadowed: every BO read after the dispatch
+            if n == 3:  # shadowed: every BO read after the dispatch
                 self.assertEqual(s1["reuse"], [ones, ones], n)
                 continue
             self.assertEqual(call["x"]["bo_unread_after"], [1], n)
-            if n in (3, 5, 8):  # 3, 5: known from the shadowed call before; 8: sampled
+            if n in (4, 8):  # 4: known from the shadowed call before; 8: read again
                 self.assertEqual(s1["reuse"], [ones, NO_HASH], n)
                 self.assertNotIn("bo_unread_before", call["x"], n)
             else:  # the leftover, not read
                 self.assertEqual(s1["reuse"], [NO_HASH, NO_HASH], n)
                 self.assertEqual(call["x"]["bo_unread_before"], [1], n)
             self.assertEqual(call["x"]["bo_assumed_unchanged"], [0], n)
-            # sampled: the weight BO spot-checked (call 4's whole read, shadowed, kept the
-            # chunks and the turn: call 8 makes the 2nd spot check)
-            self.assertEqual(call["x"].get("bo_spot_checked"), [0] if n in (3, 8) else None, n)
+            # sampled: the weight BO spot-checked (call 3's whole read, shadowed, kept the
+            # chunks: call 4 makes the 1st spot check, call 8 the 2nd)
+            self.assertEqual(call["x"].get("bo_spot_checked"), [0] if n in (4, 8) else None, n)
         # Not sampled, nothing but the 16-byte input (one sync, for missed-static) and the
-        # output are read: not the 4 MiB scratch, whose hash after call 4 stood for call 5.
+        # output are read: not the 4 MiB scratch.
         for n in (5, 6, 7, 9, 10):
             self.assertEqual(reads[n - 1], (1, 32), n)
         k = len(spot_chunks(64, 1))
@@ -221,8 +223,10 @@ class ReadsWithShadow(Reads):
 
     def test_a_leftover_shown_harmless_on_one_key_stands_for_another(self):
         """Two keys (two layers) of one kernel, binary and shapes: key "a"'s leftover gets the
-        shadow run (its 4th call); key "b"'s 4th call, read, has the signature that run made
-        harmless, so it is not shadowed, and from its 5th call on its scratch is not read."""
+        shadow run (its 3rd call, the leftover's hash known from the shadowed 2nd); key "b"'s
+        3rd call, read the same way, has the signature that run made harmless, so it is not
+        shadowed, and from its 4th call on its scratch is not read (the leftover's next
+        reading is at the key's 8th call)."""
         c = self.wrapped(cache_dir=os.path.join(self.dir, "kernels"))
         c.register("k", overwriting_kernel, 4)
         w = np.full(N, 2.0, np.float32)
@@ -233,16 +237,18 @@ class ReadsWithShadow(Reads):
                                intermediate_indices=[1], output_indices=[3], bo_key=key)
         calls = self.calls()
         b = [x for x in calls if x["bo_key"] == "b"]
-        self.assertIsNone(calls[6].get("shadow_like"))  # key a's 4th call: the leftover's run
-        self.assertEqual(b[3].get("shadow_like"), 7)    # key b's 4th: read, stood for by it
-        self.assertNotIn("bo_unread_before", b[3]["x"])
-        for x in b[4:]:
+        self.assertIsNone(calls[4].get("shadow_like"))  # key a's 3rd call: the leftover's run
+        self.assertEqual(b[2].get("shadow_like"), 5)    # key b's 3rd: read, stood for by it
+        self.assertNotIn("bo_unread_before", b[2]["x"])
+        self.assertNotEqual(b[2]["slots"][1]["reuse"][0], NO_HASH)
+        for x in b[3:]:
             self.assertEqual(x["x"]["bo_unread_before"], [1], x["n"])
             self.assertEqual(x["slots"][1]["reuse"][0], NO_HASH, x["n"])
 
     def test_a_leftover_of_another_kind_is_shadowed_at_the_next_sampled_call(self):
         """From call 6 on the kernel leaves its scratch as zeros (what the program passes):
-        the leftover's kind changes from "bytes" to none. Call 7's is not read (its kind taken
+        the leftover's kind changes from "bytes" to none (call 3 showed "bytes" harmless: its
+        hash known from call 2's shadow run). Call 7's is not read (its kind taken
         as before); call 8, sampled, reads it: the BOs hold what the no-reuse engine writes
         (call 1 stands for it); call 9's leftover of that new kind is read and shadowed."""
         state = {"n": 0}
@@ -263,7 +269,7 @@ class ReadsWithShadow(Reads):
         calls = self.calls()
         zeros = array_hash(np.zeros(N, np.float32))
         self.assertEqual([c.get("shadow_like") for c in calls],
-                         [None, None, 2, None, 2, 4, 4, 1, None])
+                         [None, None, None, 3, 3, 3, 3, 1, None])
         self.assertEqual(calls[6]["slots"][1]["reuse"][0], NO_HASH)
         self.assertEqual(calls[7]["slots"][1]["reuse"][0], zeros)
         self.assertEqual(calls[8]["slots"][1]["reuse"], [zeros, zeros])

@@ -194,7 +194,8 @@ PyObject* fast_pre_reads(PyObject*, PyObject* args) {
     }
     Ref known(extent ? t.known_hash(bo.get(), extent.get()) : nullptr);
     if (!known) return nullptr;
-    if (!ph && known.get() == Py_None && (lazy || left_ok)) {
+    const bool is_known = known.get() != Py_None;
+    if (!ph && (!is_known || (left_ok && reuse)) && (lazy || left_ok)) {
       // i in inter and i not in static, outs, new_data; not a view; its BO in no pool
       int skip = PySet_Contains(inter, index.get());
       for (PyObject* s : {statics, outs, new_data})
@@ -206,7 +207,10 @@ PyObject* fast_pre_reads(PyObject*, PyObject* args) {
         skip = in_pool < 0 ? -1 : !in_pool;
       }
       if (skip < 0) return nullptr;
-      if (skip && !lazy) {  // --shadow: the key's previous leftover, unread once shown harmless
+      if (skip && is_known) {  // --shadow: the key's previous leftover, its hash known (read)
+        if (PySet_Add(left, index.get()) < 0) return nullptr;
+        skip = 0;
+      } else if (skip && !lazy) {  // --shadow: the previous leftover, unread once shown harmless
         if (PySet_Add(left, index.get()) < 0) return nullptr;
         Ref ok(PyObject_CallFunctionObjArgs(left_verified, ns, key, index.get(),
                                             sampled ? Py_True : Py_False, nullptr));

@@ -32,6 +32,11 @@ from ._records import _native as _records_native
 READ_FIRST = 2
 SAMPLED_FIRST = 3
 NOT_SAMPLED, SPOT, READ = 0, 1, 2
+# With --shadow, a skipped intermediate holding the key's previous leftover, of a kind a shadow
+# run showed harmless, is read again before the call at the key's 2^k-th calls from the
+# LEFT_SAMPLED_FROM-th on (_shadow.py `left_verified`). Its 2nd and 3rd calls read it anyway
+# (their hashes are known from the shadow runs of the key's first two calls).
+LEFT_SAMPLED_FROM = 8
 
 
 def _native(name):
@@ -254,8 +259,10 @@ def pre_loop(hosts, bos, written, static, inter, outs, new_data, pooled, lazy, l
     placeholder), before the call, into pre (slot -> hash; NO_HASH: not read, in
     unread_before); returns how many known hashes it reused. lazy: a skipped intermediate that
     passed the data the key's previous call passed is not read; left_ok (--shadow): it is
-    noted in `left` and not read once left_verified(ns, key, i, sampled) says its kind was shown
-    harmless; reuse: a hash the BO's last call left is taken as it is. Appends to
+    noted in `left` and not read once left_verified(ns, key, i, sampled) (sampled: one of the
+    key's calls where a leftover is read again, LEFT_SAMPLED_FROM) says its kind was shown
+    harmless, or, when its hash is known (reuse), only noted in `left`; reuse: a hash the BO's
+    last call left is taken as it is. Appends to
     assumed_before the slots whose known hash was carried over unread. The native `pre_reads`
     (fast_bos.cpp) does the same."""
     reused = 0
@@ -270,23 +277,28 @@ def pre_loop(hosts, bos, written, static, inter, outs, new_data, pooled, lazy, l
         extent = int(bo.size()) if ph else h.bytes
         # The hash the BO's last call left (None: not known)
         known = table.known_hash(bo, extent)
-        if not ph and known is None and i in inter and i not in static and \
-                i not in outs and i not in new_data and h.source != "view" and \
-                id(bo) not in pooled and (lazy or left_ok):
-            if lazy:
+        if not ph and (known is None or left_ok and reuse) and i in inter and \
+                i not in static and i not in outs and i not in new_data and \
+                h.source != "view" and id(bo) not in pooled and (lazy or left_ok):
+            if known is not None:
+                # With --shadow: what the key's previous call left there, its hash known (that
+                # call's bytes after the dispatch were read): a leftover read (_shadow.py)
+                left.add(i)
+            elif lazy:
                 # A skipped intermediate passed the data the key's previous call
                 # passed there: no check reads its bytes before the call.
                 pre[i] = NO_HASH
                 unread_before.append(i)
                 continue
-            # With --shadow: it holds what the key's previous call (not shadowed)
-            # left there, a kind of difference of its own (_shadow.py `left`),
-            # not read once a shadow run showed that kind harmless.
-            left.add(i)
-            if left_verified(ns, key, i, sampled):
-                pre[i] = NO_HASH
-                unread_before.append(i)
-                continue
+            else:
+                # With --shadow: it holds what the key's previous call (not shadowed)
+                # left there, a kind of difference of its own (_shadow.py `left`),
+                # not read once a shadow run showed that kind harmless.
+                left.add(i)
+                if left_verified(ns, key, i, sampled):
+                    pre[i] = NO_HASH
+                    unread_before.append(i)
+                    continue
         if known is not None and id(bo) in table.assumed:
             assumed_before.append(i)  # carried over, not read
         if known is not None and reuse:  # `hash` with reuse, without a second lookup
@@ -504,7 +516,8 @@ class CallCapture:
             loop_args = (self.hosts, bos, self.written, a.static, a.inter, outs, self.new_data,
                          pooled, bool(self.lazy), bool(left_ok), not rec.running, rec.bos,
                          rec.shadow.left_verified if rec.shadow else None, self.ns, a.key,
-                         bool(self.sampled), self.pre, self.unread_before, self.left,
+                         kc >= LEFT_SAMPLED_FROM and (kc & (kc - 1)) == 0, self.pre,
+                         self.unread_before, self.left,
                          self.assumed_before)
             reused = None
             if _PRE is not None and type(bos) is list and type(a.static) is set and \

@@ -198,9 +198,18 @@ def loops_and_caller(limit):
             if inside:
                 loc = frame_locals(f)
                 fresh = True
+                fid = id(f)
                 for lc, named in inside:
-                    v = loc.get(named[0]) if named else None
-                    out.append(Running(id(f), code, lc, {t: _number(loc.get(t)) for t in named},
+                    if named:
+                        v = loc.get(named[0])
+                        numbers = {}
+                        for t in named:
+                            x = loc.get(t)
+                            # _number's answer, an int >= 0 taken as it is (the usual loop)
+                            numbers[t] = x if type(x) is int and x >= 0 else _number(x)
+                    else:
+                        v, numbers = None, {}
+                    out.append(Running(fid, code, lc, numbers,
                                        v if isinstance(v, (int, str, float)) else ("id", id(v))))
         if not fresh and id(f) in _noted:
             f.f_locals  # noqa: B018 - retakes the snapshot

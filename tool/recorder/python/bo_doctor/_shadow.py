@@ -146,8 +146,9 @@ class Shadow:
 
     def left_verified(self, ns, key, i, sampled):
         """Whether slot i, holding the key's previous leftover, may go unread before the call:
-        a shadow run already showed its kind ("left:K") harmless, and this is not one of the
-        key's sampled calls (where it is read, and a change of K gives a new signature)."""
+        a shadow run already showed its kind ("left:K") harmless, and `sampled` is false: the
+        call is not one of the key's 2^k-th from the 8th (_capture.py LEFT_SAMPLED_FROM), where
+        it is read and a change of K gives a new signature."""
         if sampled:
             return False
         k = self.left_root.get((ns, key, i))
