@@ -250,9 +250,12 @@ class BoTable:
 
     def forget(self, bos):
         """The BOs a call binds, before it runs: their bytes may change."""
-        for bo in bos or ():
-            self.known.pop(id(bo), None)
-            self.assumed.discard(id(bo))
+        if not bos:
+            return
+        pop, discard = self.known.pop, self.assumed.discard
+        for k in map(id, bos):
+            pop(k, None)
+            discard(k)
 
     def note_viewed(self, results, bos, out_set):
         """Marks the BOs of the output slots the call returned arrays for."""

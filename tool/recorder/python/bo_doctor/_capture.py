@@ -154,7 +154,8 @@ def indices(v):
     slot_index gives them; [] for None or anything that is not iterable."""
     if v is None:
         return []
-    if (type(v) is list or type(v) is tuple) and _INT_ONLY >= set(map(type, v)):
+    t = type(v)
+    if (t is list or t is tuple or t is set or t is frozenset) and _INT_ONLY >= set(map(type, v)):
         return list(v)  # exact ints: slot_index gives each as it is (the usual call, at C speed)
     try:
         return [slot_index(i) for i in v]
@@ -473,15 +474,21 @@ class CallCapture:
         # Bytes the program wrote itself since the last call: in the views this call can
         # overwrite (of its BOs), reads (its arguments) or report held (overwritten ones); the
         # others are looked at again before a call that binds their BO (_views.py).
-        only = None
-        if rec.lazy_after and not rec.running and not self.new:
-            only = {id(bo) for bo in cache._cached_bos[a.key]}
-            only.update(v.bo for v in self.arg_views if v is not None)
-        views.rehash(only=only)
-        self.events += views.reads(n, self.kernel, a.inputs, self.written, self.arg_views)
-        self.events += views.held(iteration_keys(self.loops),
-                                  "the program (which still held it at call %d)" % n,
-                                  thread=self.thread)
+        if views.views:  # (no view tracked: nothing to hash, read or report)
+            only = None
+            if rec.lazy_after and not rec.running and not self.new:
+                only = {id(bo) for bo in cache._cached_bos[a.key]}
+                only.update(v.bo for v in self.arg_views if v is not None)
+            views.rehash(only=only)
+            if self.arg_views.count(None) < n_args:  # an argument is (or lies in) a view
+                self.events += views.reads(n, self.kernel, a.inputs, self.written,
+                                           self.arg_views)
+            if views.stale:  # overwritten views not reported yet
+                self.events += views.held(iteration_keys(self.loops),
+                                          "the program (which still held it at call %d)" % n,
+                                          thread=self.thread)
+        else:
+            views.prune()
         views.note_arguments(self.ns, a.key, a.inputs)
         # Which calls of the key this is, and what each slot was passed at the key's previous
         # call (what intermediate-read compares: placeholders and views are not data passed).
@@ -685,7 +692,8 @@ class CallCapture:
         slots, bound, h2d, writes = got
         call = Call(n, ns, self.kernel, keytext, keytext, ints(a.static),
                     ints(a.inter), a.outs, a.shared_nonstatic,
-                    {str(k): str(v) for k, v in a.alias.items() if type(k) is int},
+                    {str(k): str(v) for k, v in a.alias.items() if type(k) is int}
+                    if a.alias else {},
                     self.labels, rec.caller(self.caller_frame),
                     first, slots, bool(error), error, [h2d, 0], [writes, 0],
                     CallX(bool(self.new), "%x" % id(self.cache)))
@@ -723,8 +731,10 @@ class CallCapture:
         # call that binds it, the device only during its dispatch).
         only = {id(bo) for bo in bos} if bos is not None and self.lazy_after and \
             not self.new and not error and not rec.running else None
-        rec.views.rehash(n, iteration_key(self.loops),
-                         {b: w and not k for b, (w, k) in changes.items()}, self.thread, only)
+        if rec.views.views:  # (no view tracked: none to hash)
+            rec.views.rehash(n, iteration_key(self.loops),
+                             {b: w and not k for b, (w, k) in changes.items()}, self.thread,
+                             only)
         if results is not None:
             rec.bos.note_viewed(results, bos, out_set)
             rec.views.note_returned(n, results, bos, out_set)
