@@ -214,12 +214,13 @@ class Recorder:
         if call.failed:
             return
         shadowed = call.shadow_like is OMIT
+        table, ns, key = self.missed_static, call.ns, call.bo_key
         for i, s in enumerate(call.slots):
-            k = (call.ns, call.bo_key, i)
-            st = self.missed_static.get(k)
+            k = (ns, key, i)
+            st = table.get(k)
             if st is None:
-                st = self.missed_static[k] = [s.host.hash, True]
-            if not st[1]:
+                st = table[k] = [s.host.hash, True]
+            elif not st[1]:
                 continue
             pair = s.no_reuse if shadowed else s.reuse
             unchanged = pair is not OMIT and pair[1] == pair[0] and \

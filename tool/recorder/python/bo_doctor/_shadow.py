@@ -201,15 +201,20 @@ class Shadow:
         fresh, replaced = [], {}  # replaced: slots given another call's array -> its hash
         fed = []
         known_ph = getattr(c, "shape_placeholder", None) or [None] * len(a.inputs)
+        snapshots, ns, bo_key = c.snapshots, c.ns, a.key
+        first_arrays, last_real = self.first_arrays, self.last_real
         for i, x in enumerate(a.inputs):
-            snap = c.snapshots.get(i)
-            arr = np.asarray(x if snap is None else snap)
-            ph = known_ph[i] if snap is None else None
+            snap = snapshots.get(i) if snapshots else None
+            if snap is None:
+                arr = x if type(x) is np.ndarray else np.asarray(x)
+                ph = known_ph[i]
+            else:
+                arr, ph = np.asarray(snap), None
             if ph is None:
                 ph = is_placeholder(arr)
-            key = (c.ns, a.key, i)
-            first = self.first_arrays.get(key)
-            last = self.last_real.get(key)
+            key = (ns, bo_key, i)
+            first = first_arrays.get(key)
+            last = last_real.get(key)
             if ph and last is not None:
                 held = last[0].ref() if isinstance(last[0], _Kept) else last[0]
                 if held is None:  # gone: zeros again or read back, only if shadowed
@@ -258,21 +263,26 @@ class Shadow:
     def _run(self, c, call, results, error):
         a = c.args
         call.outputs = []
+        plan = getattr(c, "shadow_plan", None)
+        if not error and results is not None and plan is not None and plan[4] is not None:
+            # not shadowed: the before-hashes are what the no-reuse engine would write
+            c.shadow_plan = None
+            fed, pre, like = plan[1], plan[2], plan[4]
+            if fed and call.x is not None and hasattr(call.x, "shadow_fed"):
+                call.x.shadow_fed = fed
+            for s, p in zip(call.slots, pre):
+                s.no_reuse = [p, NO_HASH]
+            call.shadow_like = like
+            STATS["shadow_skipped"] += 1
+            return
         for s in call.slots:
             s.no_reuse = [s.host.hash, s.host.hash]
-        plan = getattr(c, "shadow_plan", None)
         if error or results is None or plan is None:
             return
         fresh, fed, pre, sig, like = plan
         c.shadow_plan = None
         if fed and call.x is not None and hasattr(call.x, "shadow_fed"):
             call.x.shadow_fed = fed
-        if like is not None:
-            for i, s in enumerate(call.slots):
-                s.no_reuse = [pre[i], NO_HASH]
-            call.shadow_like = like
-            STATS["shadow_skipped"] += 1
-            return
         for i, f in enumerate(fresh):
             if isinstance(f, _Kept) and f.hash == zero_hash(f.nbytes):
                 fresh[i] = np.zeros(f.shape, f.dtype)
@@ -330,27 +340,29 @@ class Shadow:
         diffs = []
         left = getattr(c, "left", ())
         c.left_read, c.left_unread = {}, []
+        left_root, ns, bo_key = self.left_root, c.ns, a.key
         for i, s in enumerate(call.slots):
             kind = ""
-            if i in left and s.reuse[0] == NO_HASH:
+            before = s.reuse[0]
+            if before == NO_HASH and i in left:
                 # not read: what the key's previous call left, a kind shown harmless before
-                root = self.left_root[(c.ns, a.key, i)]
+                root = left_root[(ns, bo_key, i)]
                 kind = "left:" + root
                 c.left_unread.append(i)
             else:
-                if s.reuse[0] == NO_HASH:
+                if before == NO_HASH:
                     kind = "unread"
-                elif s.reuse[0] != pre[i]:
+                elif before != pre[i]:
                     kind = "bytes"
-                if s.role == "intermediate" and not s.written and kind != "unread":
+                if kind != "unread" and not s.written and s.role == "intermediate":
                     # the slot's kind whenever its bytes are known: a later leftover's root
-                    k = (c.ns, a.key, i)
-                    if i in left and self.left_root.get(k) == kind:
+                    k = (ns, bo_key, i)
+                    if i in left and left_root.get(k) == kind:
                         c.left_read[i] = kind  # read, and the leftover kept its kind
-                        self.left_root[k] = kind
+                        left_root[k] = kind
                         kind = "left:" + kind
                     else:
-                        self.left_root[k] = kind
+                        left_root[k] = kind
             if s.bo_bytes != fresh[i].nbytes:
                 kind += "+size"
             if kind:
