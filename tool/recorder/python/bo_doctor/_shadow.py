@@ -89,14 +89,15 @@ class Shadow:
         self.last_real = {}     # (ns, key, slot) -> (array last really written there, its call)
         self.caches = {}        # id(cache) -> (reference to the cache, its private copy)
         # A skipped intermediate whose bytes before the call are what the key's previous call
-        # (not shadowed, so its bytes after the dispatch were not read) left there, passed the
-        # same data as then (CallCapture.left): its kind of difference is "left:K", K the kind
-        # the slot had at the last call its bytes were known. (ns, key, slot) -> that K.
+        # left there (read by the hash that call's shadow run took, or, when it was not
+        # shadowed, not read), passed the same data as then (CallCapture.left): its kind of
+        # difference is "left:K", K the kind the slot had at the last call its bytes were known.
+        # (ns, key, slot) -> that K.
         self.left_root = {}
         # (ns, key, slot, K): a shadow run with the slot read and of kind "left:K" was harmless,
         # or stood for a call (its signature's harmless run) where the slot was read and of that
-        # kind; from then on such a slot is not read before the call (but at the key's sampled
-        # calls)
+        # kind; from then on such a slot is not read before the call when its hash is unknown
+        # (but at the key's 2^k-th calls from the 8th: _capture.py LEFT_SAMPLED_FROM)
         self.left_shown = set()
 
     def before(self, c):
