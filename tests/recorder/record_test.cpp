@@ -451,10 +451,10 @@ TEST_F(Record, RecorderFailureIsAGapInTheTrace) {
                           "import bo_doctor._capture as cap\n"
                           "orig = cap.CallCapture.before\n"
                           "n = [0]\n"
-                          "def before(self, rec):\n"
+                          "def before(self, rec, *start):\n"
                           "    n[0] += 1\n"
                           "    if n[0] == 12: raise RuntimeError('boom')\n"
-                          "    return orig(self, rec)\n"
+                          "    return orig(self, rec, *start)\n"
                           "cap.CallCapture.before = before\n");
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("recording stopped at call 12 (RuntimeError: boom)"), std::string::npos)

@@ -441,20 +441,22 @@ class CallCapture:
         self.records = []    # spool records of this call before its call line
         self.events = []     # its view_read records, after its call line (they name it)
 
-    def before(self, rec):
-        """Numbers the call and describes its arguments, before the engine runs it."""
+    def before(self, rec, start=None):
+        """Numbers the call and describes its arguments, before the engine runs it. start: a
+        frame of the calling thread's stack from which its program frames are looked for (the
+        recorder's own frames are skipped wherever they are; by default this one's caller)."""
         rec.bos.reading()
         try:
-            self._before(rec)
+            self._before(rec, start)
         finally:
             rec.bos.done()
 
-    def _before(self, rec):
+    def _before(self, rec, start=None):
         a, cache = self.args, self.cache
         self.n = n = rec.next_number()
         self.thread = rec.thread_index()
         # The snapshots retaken before anything asks which views are still alive.
-        self.loops, self.caller_frame = loops_and_caller(LAYER_FRAMES)
+        self.loops, self.caller_frame = loops_and_caller(LAYER_FRAMES, start)
         self.ns = rec.cache_name(cache)
         self.new = a.key not in (getattr(cache, "_cached_bos", {}) or {})
         self.labels = Labels(*rec.labels(a.key, self.ns, self.loops))

@@ -171,15 +171,17 @@ def running_loops(limit):
     return loops_and_caller(limit)[0]  # this frame is the recorder's own: not counted
 
 
-def loops_and_caller(limit):
+def loops_and_caller(limit, start=None):
     """(the `for` loops running in the program's innermost `limit` frames, innermost first; the
     innermost program frame or None) of the calling thread, in one walk of its stack that also
     retakes the snapshot of every noted frame on it, as refresh_snapshots does (once per frame:
-    a loop frame's locals are read anew)."""
+    a loop frame's locals are read anew). start: the frame to walk from (a frame of the
+    recorder's own that called the others, so that they are not made frame objects and walked
+    at every call); the caller's by default."""
     out = []
     first = None
     n = 0
-    f = sys._getframe(1)
+    f = start if start is not None else sys._getframe(1)
     ours_of, inside_of = _OURS.get, _INSIDE.get  # (the caches' lookups, inlined)
     while f is not None:
         code = f.f_code

@@ -142,7 +142,9 @@ class Recorder:
         with self.lock:
             t0 = time.perf_counter() - tb
             try:
-                c.before(self)
+                # the program's frames lie below the one that called this (the method's
+                # wrapper, _attach.py): the walk starts there, not at the recorder's frames above
+                c.before(self, sys._getframe(1))
                 if self.shadow:
                     self.shadow.before(c)
                 ok = True
