@@ -202,15 +202,10 @@ def loops_and_caller(limit, start=None):
                 fresh = True
                 fid = id(f)
                 for lc, named in inside:
-                    if named:
-                        v = loc.get(named[0])
-                        numbers = {}
-                        for t in named:
-                            x = loc.get(t)
-                            # _number's answer, an int >= 0 taken as it is (the usual loop)
-                            numbers[t] = x if type(x) is int and x >= 0 else _number(x)
-                    else:
-                        v, numbers = None, {}
+                    v = loc.get(named[0]) if named else None
+                    numbers = {}
+                    for t in named:
+                        numbers[t] = _number(loc.get(t))
                     out.append(Running(fid, code, lc, numbers,
                                        v if isinstance(v, (int, str, float)) else ("id", id(v))))
         if not fresh and id(f) in _noted:
@@ -224,6 +219,8 @@ def _int(v):
 
 
 def _number(v):
+    if type(v) is int:  # the usual loop variable, at once
+        return v if v >= 0 else None
     if _int(v):
         return int(v)
     if v is not None and hasattr(v, "__dict__"):

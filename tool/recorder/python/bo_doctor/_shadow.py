@@ -265,25 +265,22 @@ class Shadow:
         a = c.args
         call.outputs = []
         plan = getattr(c, "shadow_plan", None)
-        if not error and results is not None and plan is not None and plan[4] is not None:
-            # not shadowed: the before-hashes are what the no-reuse engine would write
+        planned = not error and results is not None and plan is not None
+        if planned:
+            fresh, fed, pre, sig, like = plan
             c.shadow_plan = None
-            fed, pre, like = plan[1], plan[2], plan[4]
             if fed and call.x is not None and hasattr(call.x, "shadow_fed"):
                 call.x.shadow_fed = fed
-            for s, p in zip(call.slots, pre):
-                s.no_reuse = [p, NO_HASH]
-            call.shadow_like = like
-            STATS["shadow_skipped"] += 1
-            return
+            if like is not None:  # not shadowed: the before-hashes are what the no-reuse
+                for s, p in zip(call.slots, pre):  # engine would write
+                    s.no_reuse = [p, NO_HASH]
+                call.shadow_like = like
+                STATS["shadow_skipped"] += 1
+                return
         for s in call.slots:
             s.no_reuse = [s.host.hash, s.host.hash]
-        if error or results is None or plan is None:
+        if not planned:
             return
-        fresh, fed, pre, sig, like = plan
-        c.shadow_plan = None
-        if fed and call.x is not None and hasattr(call.x, "shadow_fed"):
-            call.x.shadow_fed = fed
         for i, f in enumerate(fresh):
             if isinstance(f, _Kept) and f.hash == zero_hash(f.nbytes):
                 fresh[i] = np.zeros(f.shape, f.dtype)
