@@ -52,6 +52,18 @@ uint64_t zero_chunk_hash(size_t n) {
   return n == bod::kHashChunk ? full : bod::hash_chunk(zeros.data(), n);
 }
 
+// Whether the n bytes at p are all zero.
+bool all_zero(const uint8_t* p, size_t n) {
+  static const uint8_t zeros[4096] = {};
+  while (n > 0) {
+    size_t m = n < sizeof zeros ? n : sizeof zeros;
+    if (std::memcmp(p, zeros, m) != 0) return false;
+    p += m;
+    n -= m;
+  }
+  return true;
+}
+
 }  // namespace
 
 extern "C" {
@@ -166,6 +178,21 @@ __attribute__((visibility("default"))) int bod_wt_hash_present(uintptr_t addr, s
       bytes_read += len;
       continue;
     }
+    // Partly in memory: its present bytes over zeros. When those bytes are zeros too (the
+    // first page of a fresh np.zeros, which the allocator touched), the chunk is all zeros.
+    bool zero = true;
+    for (size_t j = pa; j <= pb; ++j) {
+      if (!present[j]) continue;
+      uintptr_t lo = p0 + j * pg, hi = lo + pg;
+      if (lo < c0) lo = c0;
+      if (hi > c1) hi = c1;
+      bytes_read += hi - lo;
+      if (zero) zero = all_zero(reinterpret_cast<const uint8_t*>(lo), hi - lo);
+    }
+    if (zero) {
+      out[i] = zero_chunk_hash(len);
+      continue;
+    }
     if (scratch.empty()) scratch.resize(kChunk);
     std::memset(scratch.data(), 0, len);
     for (size_t j = pa; j <= pb; ++j) {
@@ -174,7 +201,6 @@ __attribute__((visibility("default"))) int bod_wt_hash_present(uintptr_t addr, s
       if (lo < c0) lo = c0;
       if (hi > c1) hi = c1;
       std::memcpy(scratch.data() + (lo - c0), reinterpret_cast<const void*>(lo), hi - lo);
-      bytes_read += hi - lo;
     }
     out[i] = bod::hash_chunk(scratch.data(), len);
   }

@@ -30,6 +30,9 @@ from ._hashing import CHUNK, STATS, array_hash, block_hashes, combine, quick_has
 
 MIN_TRACKED = 1 << 20  # smaller arrays are hashed whole every time
 MAX_TRACKED = 1024     # arrays tracked at once (each may split a memory mapping in three)
+# A first sight of memory numpy allocated that read at most this many chunks (the rest not in
+# memory: zeros) keeps no entry: nothing to track, and its next sight costs as little.
+UNTRACKED_READ = 2
 
 
 def exact_requested():
@@ -105,6 +108,8 @@ class HostHashes:
         self.combined = np.zeros(1, np.uint64)  # bod_wt_refresh's: the array's hash
         self.combined_at = self.combined.ctypes.data
         self.entries = {}  # (address, nbytes) -> _Entry
+        self.scratch = np.empty(0, np.uint64)  # present_hashes' chunk hashes, and their address
+        self.scratch_at = self.scratch.ctypes.data
         self.zero = {}     # chunk length -> hash of that many zero bytes
 
     def forget_after_fork(self):
@@ -131,7 +136,9 @@ class HostHashes:
         owner = _owner(a)
         if owner is None:
             return array_hash(a)
-        addr, n = a.__array_interface__["data"][0], int(a.nbytes)
+        if addr is None:
+            addr = a.__array_interface__["data"][0]
+        n = int(a.nbytes)
         e = self.entries.get((addr, n))
         if e is not None and e.ref() is owner:
             got = self.refresh(e, a)
@@ -140,27 +147,67 @@ class HostHashes:
         else:
             if e is not None:
                 self.drop(e)
+            numpy = _numpy_allocated(owner)
+            scanned = None
+            if numpy and self.hash_present is not None:
+                # Memory numpy allocated, seen for the first time: hashed reading only its
+                # pages in memory. Nearly none in memory (a fresh np.zeros scratch, which
+                # programs often pass once and drop): not tracked, and its next sight is a first
+                # sight again (its absent pages still read as zeros, only what is in memory then
+                # is read).
+                k = -(-n // CHUNK)
+                scanned = self.present_hashes(addr, n, k)
+                if scanned is not None and scanned[1] <= UNTRACKED_READ:
+                    return "%016x" % (self.lib.bod_combine_chunk_hashes(self.scratch_at, k)
+                                      if k > 1 else int(scanned[0][0]))
             if len(self.entries) >= MAX_TRACKED:
                 return array_hash(a)
-            e = self.first(a, owner, addr, n)
+            e = self.first(a, owner, addr, n, numpy, scanned)
         return "%016x" % combine(e.chunks)
 
-    def first(self, a, owner, addr, n):
+    def present_hashes(self, addr, n, k):
+        """(the chunk hashes of the n bytes at addr, private anonymous memory numpy allocated,
+        reading only its pages in memory; how many chunks were read) through the library's
+        bod_wt_hash_present, or None when it failed. The hashes lie in a buffer the next call
+        reuses."""
+        if len(self.scratch) < k:
+            self.scratch = np.empty(max(k, 2 * len(self.scratch)), np.uint64)
+            self.scratch_at = self.scratch.ctypes.data
+        read = self._present(addr, n, self.scratch_at, k)
+        return None if read is None else (self.scratch, read)
+
+    def _present(self, addr, n, out_at, k):
+        """bod_wt_hash_present into the k chunk hashes at out_at; the chunks it read, or None
+        when it failed."""
+        if self.hash_present(addr, n, out_at, k, self.counts_at) != 0:
+            return None
+        read = int(self.counts[1])
+        STATS["bytes_hashed"] += read
+        STATS["bytes_skipped"] += n - read
+        return int(self.counts[0])
+
+    def first(self, a, owner, addr, n, numpy, scanned=None):
         """Hashes an array seen for the first time (zero chunks unread) and tracks its pages,
-        or, when at most an eighth of its chunks has a page in memory (a fresh np.zeros
-        scratch, which programs often pass once and drop), leaves tracking to its next sight."""
+        or, when at most an eighth of its chunks has a page in memory, leaves tracking to its
+        next sight. numpy: whether numpy allocated its memory; scanned: present_hashes' result
+        for it, when taken already."""
         e = _Entry()
         # When the owner dies, _died forgets the entry (a weak reference's callback: a tenth
-        # of weakref.finalize's cost, which mattered for a fresh scratch array per call).
+        # of weakref.finalize's cost).
         e.ref = weakref.ref(owner, functools.partial(self._died, (addr, n)))
         e.addr, e.n = addr, n
-        e.numpy = _numpy_allocated(owner)
-        e.chunks = np.empty(-(-n // CHUNK), np.uint64)
+        e.numpy = numpy
+        k = -(-n // CHUNK)
         pg = self.page
         e.start = -(-addr // pg) * pg
         e.len = 0
         e.ends = None  # the library's record of the untracked bytes at the two ends
-        present = self.scan_hash(e, a)
+        if scanned is not None:
+            e.chunks = scanned[0][:k].copy()
+            present = scanned[1]
+        else:
+            e.chunks = np.empty(k, np.uint64)
+            present = self.scan_hash(e, a)
         e.deferred = present * 8 <= len(e.chunks)
         if not e.deferred:
             self.track(e)
@@ -176,12 +223,9 @@ class HostHashes:
         page present is read whole, faulting in its absent pages)."""
         k = len(e.chunks)
         if e.numpy and self.hash_present is not None:
-            c = self.counts
-            if self.hash_present(e.addr, e.n, e.chunks.ctypes.data, k, self.counts_at) == 0:
-                read = int(c[1])
-                STATS["bytes_hashed"] += read
-                STATS["bytes_skipped"] += e.n - read
-                return int(c[0])
+            read = self._present(e.addr, e.n, e.chunks.ctypes.data, k)
+            if read is not None:
+                return read
         present = np.ones(k, np.uint8)
         if e.numpy:
             present[:] = 0
