@@ -32,6 +32,15 @@ struct Ref {
   explicit operator bool() const { return p != nullptr; }
 };
 
+// v as 16 lower-case hex digits at out (no terminator): the trace's hash text.
+inline void hex16(unsigned long long v, char* out) {
+  static const char digits[] = "0123456789abcdef";
+  for (int i = 15; i >= 0; --i) {
+    out[i] = digits[v & 15];
+    v >>= 4;
+  }
+}
+
 // A name a file interns once: where it keeps it, and its text.
 struct Interned {
   PyObject** slot;

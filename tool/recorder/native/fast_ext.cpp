@@ -497,13 +497,36 @@ bool address_of(PyObject* o, unsigned long long* out) {
 // in the memory of, as ViewTable.find gives it, read from the table's indexes (_views.py): a
 // new reference (Py_None: none), nullptr with an error set. Where an index is not as expected
 // (the longest view's length not known, an entry that is no address), the table's find answers.
-PyObject* find_view(PyObject* table, PyObject* x, uintptr_t p) {
-  PyObject* by_id = PyObject_GetAttr(table, g_by_id_name);
-  if (!by_id) return nullptr;
-  if (!PyDict_Check(by_id)) {  // not as expected: the table's own way
-    Py_DECREF(by_id);
-    return PyObject_CallMethodObjArgs(table, g_find_name, x, nullptr);
+//
+// index: the table's indexes, read once per describe call (ViewIndex::read).
+struct ViewIndex {
+  PyObject* by_id = nullptr;  // each a new reference, or nullptr
+  PyObject* keys = nullptr;
+  PyObject* spans = nullptr;
+  PyObject* longest = nullptr;
+  ViewIndex() = default;
+  ViewIndex(const ViewIndex&) = delete;
+  ViewIndex& operator=(const ViewIndex&) = delete;
+  ~ViewIndex() {
+    Py_XDECREF(by_id);
+    Py_XDECREF(keys);
+    Py_XDECREF(spans);
+    Py_XDECREF(longest);
   }
+  // false with an error set
+  bool read(PyObject* table) {
+    by_id = PyObject_GetAttr(table, g_by_id_name);
+    keys = by_id ? PyObject_GetAttr(table, g_keys_name) : nullptr;
+    spans = keys ? PyObject_GetAttr(table, g_spans_name) : nullptr;
+    longest = spans ? PyObject_GetAttr(table, g_longest_name) : nullptr;
+    return longest != nullptr;
+  }
+};
+
+PyObject* find_view(const ViewIndex& index, PyObject* table, PyObject* x, uintptr_t p) {
+  PyObject* by_id = index.by_id;
+  if (!PyDict_Check(by_id))  // not as expected: the table's own way
+    return PyObject_CallMethodObjArgs(table, g_find_name, x, nullptr);
   // The array, or an array it is made from, as a call returned it
   PyObject* b = Py_NewRef(x);
   PyObject* found = nullptr;
@@ -532,20 +555,15 @@ PyObject* find_view(PyObject* table, PyObject* x, uintptr_t p) {
     if (!b) failed = true;
   }
   Py_XDECREF(b);
-  Py_DECREF(by_id);
   if (failed) {
     Py_XDECREF(found);
     return nullptr;
   }
   if (found) return found;
-  PyObject* keys = PyObject_GetAttr(table, g_keys_name);
-  PyObject* spans = keys ? PyObject_GetAttr(table, g_spans_name) : nullptr;
-  PyObject* longest = spans ? PyObject_GetAttr(table, g_longest_name) : nullptr;
+  PyObject *keys = index.keys, *spans = index.spans, *longest = index.longest;
   PyObject* out = nullptr;
   unsigned long long span = 0;
-  if (!longest) {
-    // an error: passed on
-  } else if (!PyList_CheckExact(keys) || !PyList_CheckExact(spans) ||
+  if (!PyList_CheckExact(keys) || !PyList_CheckExact(spans) ||
              PyList_Size(keys) != PyList_Size(spans) || !address_of(longest, &span)) {
     out = PyObject_CallMethodObjArgs(table, g_find_name, x, nullptr);  // the table's own way
   } else {
@@ -623,9 +641,6 @@ PyObject* find_view(PyObject* table, PyObject* x, uintptr_t p) {
     else
       out = Py_NewRef(best ? best : Py_None);
   }
-  Py_XDECREF(longest);
-  Py_XDECREF(spans);
-  Py_XDECREF(keys);
   return out;
 }
 
@@ -635,6 +650,7 @@ struct DescribeArgs {
   long layer;            // the bo_key's layer, or -1
   Py_ssize_t limit;      // arrays below this many bytes are hashed here
   PyObject* views;       // the ViewTable, or None when it tracks no view
+  ViewIndex* index;      // its indexes (read when views is not None)
   PyObject* dtype_info;  // dtype -> (trace name or None, str(dtype), hasobject)
   PyObject* hostx;       // dict (numpy dtype name, c_contiguous, zero_strides) -> HostX
   PyObject* make_hostx;  // (numpy dtype name, c_contiguous, zero_strides) -> HostX, kept
@@ -644,6 +660,79 @@ struct DescribeArgs {
 PyObject* describe_array(const DescribeArgs& d, PyObject* x, Py_ssize_t i, const ArrayFacts& f,
                          PyObject* info, bool* placeholder, PyObject** view_out,
                          unsigned long long* hashed);
+
+// Texts and HostX values describe gives again and again, kept (never changed once made: the
+// same value is shared, as the Python describe shares its HostX per value). Each table is
+// dropped whole beyond kMaxKept entries.
+constexpr size_t kMaxKept = 65536;
+
+// "arg<i>@L<layer>", or "arg<i>" for layer -1: the binding name of slot i (a new reference).
+std::unordered_map<unsigned long long, PyObject*> g_arg_names;
+
+PyObject* arg_name(Py_ssize_t i, long layer) {
+  const bool keep = i >= 0 && i < (1 << 20) && layer >= -1 && layer < (1L << 40);
+  const unsigned long long k =
+      keep ? static_cast<unsigned long long>(layer + 1) << 20 | static_cast<unsigned long long>(i)
+           : 0;
+  if (keep) {
+    auto it = g_arg_names.find(k);
+    if (it != g_arg_names.end()) return Py_NewRef(it->second);
+  }
+  PyObject* name = layer >= 0 ? PyUnicode_FromFormat("arg%zd@L%ld", i, layer)
+                              : PyUnicode_FromFormat("arg%zd", i);
+  if (name && keep) {
+    if (g_arg_names.size() >= kMaxKept) {
+      for (auto& kv : g_arg_names) Py_DECREF(kv.second);
+      g_arg_names.clear();
+    }
+    g_arg_names.emplace(k, Py_NewRef(name));
+  }
+  return name;
+}
+
+// The HostX of (numpy dtype name, c_contiguous, zero_strides) (a new reference): the one the
+// recorder keeps for that value (its hostx dict, else make_hostx makes and keeps it), looked up
+// here once per value. The key holds a reference to the name, so its address is never reused
+// while it is kept. nullptr with an error set.
+struct HostXKey {
+  PyObject* name;
+  bool c_contig, zs;
+  bool operator==(const HostXKey& o) const {
+    return name == o.name && c_contig == o.c_contig && zs == o.zs;
+  }
+};
+struct HostXKeyHash {
+  size_t operator()(const HostXKey& k) const {
+    return std::hash<const void*>()(k.name) * 4 + (k.c_contig ? 2 : 0) + (k.zs ? 1 : 0);
+  }
+};
+std::unordered_map<HostXKey, PyObject*, HostXKeyHash> g_hostx;
+
+PyObject* host_x(const DescribeArgs& d, PyObject* numpy_name, bool c_contig, bool zs) {
+  const HostXKey k{numpy_name, c_contig, zs};
+  auto it = g_hostx.find(k);
+  if (it != g_hostx.end()) return Py_NewRef(it->second);
+  PyObject* key = Py_BuildValue("(OOO)", numpy_name, c_contig ? Py_True : Py_False,
+                                zs ? Py_True : Py_False);
+  PyObject* hx = key ? PyDict_GetItemWithError(d.hostx, key) : nullptr;  // borrowed
+  if (hx)
+    Py_INCREF(hx);
+  else if (key && !PyErr_Occurred())
+    hx = PyObject_CallObject(d.make_hostx, key);
+  Py_XDECREF(key);
+  if (hx) {
+    if (g_hostx.size() >= kMaxKept) {
+      for (auto& kv : g_hostx) {
+        Py_DECREF(kv.first.name);
+        Py_DECREF(kv.second);
+      }
+      g_hostx.clear();
+    }
+    Py_INCREF(numpy_name);
+    g_hostx.emplace(k, Py_NewRef(hx));
+  }
+  return hx;
+}
 
 // The Host of argument i (a new reference), with its placeholder shape and View; Py_None when
 // the Python describe must do it (not an exact ndarray, an object dtype, a static array at its
@@ -674,7 +763,7 @@ PyObject* describe_array(const DescribeArgs& d, PyObject* x, Py_ssize_t i, const
   *placeholder = f.size == 0 || f.zs;
   PyObject* view = nullptr;  // new reference, or nullptr: none
   if (d.views != Py_None && f.size != 0) {
-    view = find_view(d.views, x, f.address());
+    view = find_view(*d.index, d.views, x, f.address());
     if (!view) return nullptr;
     if (view == Py_None) Py_CLEAR(view);
   }
@@ -702,8 +791,7 @@ PyObject* describe_array(const DescribeArgs& d, PyObject* x, Py_ssize_t i, const
       Py_RETURN_NONE;  // maybe an all-zero placeholder: the Python describe reads its bytes
     else
       source = is_static ? g_tensor_text : g_var_text;
-    name = d.layer >= 0 ? PyUnicode_FromFormat("arg%zd@L%ld", i, d.layer)
-                        : PyUnicode_FromFormat("arg%zd", i);
+    name = arg_name(i, d.layer);
     view_call = PyLong_FromLong(0);
     if (!name || !view_call) {
       Py_XDECREF(name);
@@ -711,20 +799,11 @@ PyObject* describe_array(const DescribeArgs& d, PyObject* x, Py_ssize_t i, const
       return nullptr;
     }
   }
-  char hex[17];
-  std::snprintf(
-      hex, sizeof hex, "%016llx",
-      static_cast<unsigned long long>(bod::hash_bytes(f.view.buf, static_cast<size_t>(nbytes))));
+  char hex[16];
+  bod_fast::hex16(bod::hash_bytes(f.view.buf, static_cast<size_t>(nbytes)), hex);
   PyObject* numpy_name = PyTuple_GetItem(info, 1);  // borrowed
   PyObject* trace_name = PyTuple_GetItem(info, 0);
-  PyObject* key = Py_BuildValue("(OOO)", numpy_name, f.c_contig ? Py_True : Py_False,
-                                f.zs ? Py_True : Py_False);
-  PyObject* hx = key ? PyDict_GetItemWithError(d.hostx, key) : nullptr;  // borrowed
-  if (hx)
-    Py_INCREF(hx);
-  else if (key && !PyErr_Occurred())
-    hx = PyObject_CallObject(d.make_hostx, key);
-  Py_XDECREF(key);
+  PyObject* hx = host_x(d, numpy_name, f.c_contig, f.zs);
   PyObject* h = PyUnicode_FromStringAndSize(hex, 16);
   PyObject* n = PyLong_FromSsize_t(nbytes);
   PyObject* shape = nullptr;
@@ -764,6 +843,9 @@ PyObject* fast_describe(PyObject*, PyObject* args) {
                         &d.hostx, &d.make_hostx, &d.host_cls))
     return nullptr;
   d.is_new = is_new != 0;
+  ViewIndex index;
+  if (d.views != Py_None && !index.read(d.views)) return nullptr;
+  d.index = &index;
   const Py_ssize_t n = PyList_Size(inputs);
   PyObject* hosts = PyList_New(n);
   PyObject* shapes = PyList_New(n);
