@@ -564,7 +564,7 @@ PyObject* find_view(const ViewIndex& index, PyObject* table, PyObject* x, uintpt
   PyObject* out = nullptr;
   unsigned long long span = 0;
   if (!PyList_CheckExact(keys) || !PyList_CheckExact(spans) ||
-             PyList_Size(keys) != PyList_Size(spans) || !address_of(longest, &span)) {
+      PyList_Size(keys) != PyList_Size(spans) || !address_of(longest, &span)) {
     out = PyObject_CallMethodObjArgs(table, g_find_name, x, nullptr);  // the table's own way
   } else {
     // The views that start at or before p and less than the longest view's length before it
@@ -712,8 +712,8 @@ PyObject* host_x(const DescribeArgs& d, PyObject* numpy_name, bool c_contig, boo
   const HostXKey k{numpy_name, c_contig, zs};
   auto it = g_hostx.find(k);
   if (it != g_hostx.end()) return Py_NewRef(it->second);
-  PyObject* key = Py_BuildValue("(OOO)", numpy_name, c_contig ? Py_True : Py_False,
-                                zs ? Py_True : Py_False);
+  PyObject* key =
+      Py_BuildValue("(OOO)", numpy_name, c_contig ? Py_True : Py_False, zs ? Py_True : Py_False);
   PyObject* hx = key ? PyDict_GetItemWithError(d.hostx, key) : nullptr;  // borrowed
   if (hx)
     Py_INCREF(hx);
