@@ -164,5 +164,37 @@ class Names(unittest.TestCase):
         self.assertRegex(path, r"test_labels\.py:\d+$")
 
 
+class ShownPaths(unittest.TestCase):
+    """The call line's file name: relative to the working folder of its first sight when
+    below it, worked out once per name (no getcwd system call per call), and kept when the
+    program changes folder."""
+
+    def test_worked_out_once_and_kept_across_a_change_of_folder(self):
+        import os
+        import tempfile
+        from unittest import mock
+        here = os.getcwd()
+        with tempfile.TemporaryDirectory() as d:
+            sub = os.path.join(d, "pkg")
+            os.mkdir(sub)
+            path = os.path.join(sub, "engine.py")
+            _labels._SHOWN.pop(path, None)
+            asked = []
+            relpath = _labels.os.path.relpath
+            try:
+                os.chdir(d)
+                with mock.patch.object(_labels.os.path, "relpath",
+                                       side_effect=lambda p: asked.append(p) or relpath(p)):
+                    self.assertEqual(_labels._shown_path(path), os.path.join("pkg", "engine.py"))
+                    os.chdir(sub)
+                    self.assertEqual(_labels._shown_path(path), os.path.join("pkg", "engine.py"))
+                    outside = os.path.join(here, "x.py") if not here.startswith(d) else "/x.py"
+                    _labels._SHOWN.pop(outside, None)
+                    self.assertEqual(_labels._shown_path(outside), outside)  # not below: as is
+            finally:
+                os.chdir(here)
+            self.assertEqual(asked, [path, outside])
+
+
 if __name__ == "__main__":
     unittest.main()

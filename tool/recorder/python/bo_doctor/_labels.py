@@ -167,31 +167,31 @@ def holder_name(obj):
 
 def caller_path(frame=None):
     """file:line of the program's innermost frame (`frame` when the caller found it already;
-    relative to the working folder when below it); "" when there is none."""
+    relative to the working folder the file was first seen from, when below it); "" when there
+    is none."""
     f = frame if frame is not None else next(program_frames(1), None)
     if f is None:
         return ""
     return "%s:%d" % (_shown_path(f.f_code.co_filename), f.f_lineno)
 
 
-_SHOWN = {}  # (file name, working folder) -> the file name as the call line shows it
+_SHOWN = {}  # file name -> the file name as the call line shows it
 
 
 def _shown_path(path):
-    try:
-        k = (path, os.getcwd())
-    except OSError:  # the working folder is gone
-        k = None
-    got = _SHOWN.get(k) if k is not None else None
+    """The file name as call lines show it: relative to the working folder of its first sight
+    when below it, else as given; kept per name, so a call costs no getcwd system call. (A
+    relative name is one Python resolved against the working folder of its import; a program
+    that changes folder later still gets it shown as then, not resolved against the new one.)"""
+    got = _SHOWN.get(path)
     if got is None:
         got = path
         try:
             rel = os.path.relpath(path)
             got = rel if not rel.startswith("..") else path
-        except (ValueError, OSError):
+        except (ValueError, OSError):  # the working folder is gone
             pass
-        if k is not None:
-            if len(_SHOWN) > 4096:
-                _SHOWN.clear()
-            _SHOWN[k] = got
+        if len(_SHOWN) > 4096:
+            _SHOWN.clear()
+        _SHOWN[path] = got
     return got
