@@ -68,6 +68,15 @@ _PRIVATE = ("_cached_bos", "_shared_bos", "profiler", "verbose")
 _ZERO_HASHES = {}
 
 
+def _canonical(indices):
+    """A set of slot indices as a tuple equal sets give alike: sorted (by repr where its
+    values do not compare, as a str among ints)."""
+    try:
+        return tuple(sorted(indices))
+    except TypeError:
+        return tuple(sorted(indices, key=repr))
+
+
 def zero_hash(nbytes):
     h = _ZERO_HASHES.get(nbytes)
     if h is None:
@@ -204,6 +213,7 @@ class Shadow:
         known_ph = getattr(c, "shape_placeholder", None) or [None] * len(a.inputs)
         snapshots, ns, bo_key = c.snapshots, c.ns, a.key
         first_arrays, last_real = self.first_arrays, self.last_real
+        static, written, hosts = a.static, c.written, c.hosts
         for i, x in enumerate(a.inputs):
             snap = snapshots.get(i) if snapshots else None
             if snap is None:
@@ -213,10 +223,10 @@ class Shadow:
                 arr, ph = np.asarray(snap), None
             if ph is None:
                 ph = is_placeholder(arr)
-            key = (ns, bo_key, i)
-            first = first_arrays.get(key)
-            last = last_real.get(key)
-            if ph and last is not None:
+            # (the tables are asked only where a branch reads them)
+            last = last_real.get((ns, bo_key, i)) if ph else None
+            first = first_arrays.get((ns, bo_key, i)) if last is None and i in static else None
+            if last is not None:  # a placeholder where an array was really written before
                 held = last[0].ref() if isinstance(last[0], _Kept) else last[0]
                 if held is None:  # gone: zeros again or read back, only if shadowed
                     arr = last[0]
@@ -225,7 +235,7 @@ class Shadow:
                     arr = np.asarray(held)
                     replaced[i] = None
                 fed.append([i, last[1]])
-            elif i in a.static and first is not None and (ph or arr.size != _size(first)):
+            elif first is not None and (ph or arr.size != _size(first)):
                 if isinstance(first, _InBo):
                     arr = first  # read back from the BO only if the call is shadowed
                     replaced[i] = first.hash
@@ -233,10 +243,10 @@ class Shadow:
                     arr = np.asarray(first)
                     replaced[i] = None
                 fed.append([i, call.key_first_call])
-            elif c.written[i] and not ph and c.hosts[i].source != "view":
+            elif written[i] and not ph and hosts[i].source != "view":
                 # what the real BO got here (a large one by weak reference: _Kept)
-                self.last_real[key] = (_Kept(x, c.hosts[i].hash) if arr.nbytes >= IN_BO_MIN
-                                       else x, c.n)
+                last_real[(ns, bo_key, i)] = (_Kept(x, hosts[i].hash)
+                                              if arr.nbytes >= IN_BO_MIN else x, c.n)
             fresh.append(arr)
         # What the no-reuse engine writes into each slot's fresh BO (known without running it):
         # the host hash, or the hash of the array a placeholder is replaced by.
@@ -365,8 +375,8 @@ class Shadow:
                 kind += "+size"
             if kind:
                 diffs.append((i, s.role, s.bo.pool, kind))
-        return (call.kernel, binary, tuple(sorted(a.static, key=repr)),
-                tuple(sorted(a.inter, key=repr)), tuple(a.outs), shapes, tuple(diffs))
+        return (call.kernel, binary, _canonical(a.static), _canonical(a.inter), tuple(a.outs),
+                shapes, tuple(diffs))
 
     @staticmethod
     def call(c, sh, fresh):
