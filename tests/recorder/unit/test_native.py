@@ -191,8 +191,12 @@ class Facts(unittest.TestCase):
         views = _views.ViewTable()
         outs = [np.arange(64, dtype=np.float32), np.zeros((4, 8), np.uint16)]
         views.note_returned(3, outs, [object(), object()], {0, 1})
+        # (with arrays of MIN_TRACKED bytes or more: hashed through HostHashes.hash natively,
+        # but a non-contiguous one, which the Python describe does)
         args = arrays() + [outs[0], outs[1][1:], outs[1].T, outs[0][::2], [1.0, 2.0], None,
-                           np.zeros(64, np.float32), np.ones(80, np.uint8), 7]
+                           np.zeros(64, np.float32), np.ones(80, np.uint8), 7,
+                           np.zeros(1 << 21, np.uint8), np.arange(1 << 19, dtype=np.float32),
+                           np.ones((1024, 2048), np.uint16)[:, ::2], np.zeros((0, 1 << 20))]
         rec = SimpleNamespace(views=views, host_hashes=_written.HostHashes())
         n = len(args)
         for statics in (set(), set(range(0, n, 2)), set(range(n))):

@@ -655,6 +655,10 @@ struct DescribeArgs {
   PyObject* hostx;       // dict (numpy dtype name, c_contiguous, zero_strides) -> HostX
   PyObject* make_hostx;  // (numpy dtype name, c_contiguous, zero_strides) -> HostX, kept
   PyObject* host_cls;    // _records.Host
+  // (array, data address) -> the trace hash (str) of a C-contiguous array of at least `limit`
+  // bytes (HostHashes.hash, which reads only what can have changed and counts what it reads);
+  // nullptr: the Python describe does those arrays
+  PyObject* large = nullptr;
 };
 
 PyObject* describe_array(const DescribeArgs& d, PyObject* x, Py_ssize_t i, const ArrayFacts& f,
@@ -759,7 +763,8 @@ PyObject* describe_array(const DescribeArgs& d, PyObject* x, Py_ssize_t i, const
     Py_RETURN_NONE;
   }
   const Py_ssize_t nbytes = f.view.len;
-  if (!f.c_contig || nbytes >= d.limit) Py_RETURN_NONE;  // hashed by HostHashes (tracked)
+  const bool large = nbytes >= d.limit;  // hashed by HostHashes (tracked)
+  if (!f.c_contig || (large && !d.large)) Py_RETURN_NONE;
   *placeholder = f.size == 0 || f.zs;
   PyObject* view = nullptr;  // new reference, or nullptr: none
   if (d.views != Py_None && f.size != 0) {
@@ -799,12 +804,23 @@ PyObject* describe_array(const DescribeArgs& d, PyObject* x, Py_ssize_t i, const
       return nullptr;
     }
   }
-  char hex[16];
-  bod_fast::hex16(bod::hash_bytes(f.view.buf, static_cast<size_t>(nbytes)), hex);
+  PyObject* h = nullptr;
+  if (large) {
+    PyObject* addr = PyLong_FromUnsignedLongLong(f.address());
+    h = addr ? PyObject_CallFunctionObjArgs(d.large, x, addr, nullptr) : nullptr;
+    Py_XDECREF(addr);
+    if (h && !PyUnicode_Check(h)) {
+      Py_CLEAR(h);
+      PyErr_SetString(PyExc_TypeError, "describe: the large-array hash must be a str");
+    }
+  } else {
+    char hex[16];
+    bod_fast::hex16(bod::hash_bytes(f.view.buf, static_cast<size_t>(nbytes)), hex);
+    h = PyUnicode_FromStringAndSize(hex, 16);
+  }
   PyObject* numpy_name = PyTuple_GetItem(info, 1);  // borrowed
   PyObject* trace_name = PyTuple_GetItem(info, 0);
-  PyObject* hx = host_x(d, numpy_name, f.c_contig, f.zs);
-  PyObject* h = PyUnicode_FromStringAndSize(hex, 16);
+  PyObject* hx = h ? host_x(d, numpy_name, f.c_contig, f.zs) : nullptr;
   PyObject* n = PyLong_FromSsize_t(nbytes);
   PyObject* shape = nullptr;
   if (trace_name == Py_None)  // a dtype the format has no name for: described as its bytes
@@ -826,7 +842,7 @@ PyObject* describe_array(const DescribeArgs& d, PyObject* x, Py_ssize_t i, const
     Py_XDECREF(view);
     return nullptr;
   }
-  *hashed += static_cast<unsigned long long>(nbytes);
+  if (!large) *hashed += static_cast<unsigned long long>(nbytes);  // (large: counted by it)
   *view_out = view;  // (the reference passes to the caller)
   return host;
 }
@@ -838,10 +854,11 @@ PyObject* fast_describe(PyObject*, PyObject* args) {
   PyObject* inputs = nullptr;
   DescribeArgs d{};
   int is_new = 0;
-  if (!PyArg_ParseTuple(args, "O!O!plnOOO!OO", &PyList_Type, &inputs, &PySet_Type, &d.statics,
+  if (!PyArg_ParseTuple(args, "O!O!plnOOO!OO|O", &PyList_Type, &inputs, &PySet_Type, &d.statics,
                         &is_new, &d.layer, &d.limit, &d.views, &d.dtype_info, &PyDict_Type,
-                        &d.hostx, &d.make_hostx, &d.host_cls))
+                        &d.hostx, &d.make_hostx, &d.host_cls, &d.large))
     return nullptr;
+  if (d.large == Py_None) d.large = nullptr;
   d.is_new = is_new != 0;
   ViewIndex index;
   if (d.views != Py_None && !index.read(d.views)) return nullptr;
@@ -1026,8 +1043,8 @@ PyMethodDef kMethods[] = {
      "hash or None) of an exact numpy.ndarray, else None"},
     {"set_ndarray", fast_set_ndarray, METH_O, "set_ndarray(numpy.ndarray)"},
     {"describe", fast_describe, METH_VARARGS,
-     "describe(inputs, static, new, layer, limit, views, dtype_info, hostx, make_hostx, Host) -> "
-     "(hosts, placeholder shapes, views, bytes hashed)"},
+     "describe(inputs, static, new, layer, limit, views, dtype_info, hostx, make_hostx, Host, "
+     "large=None) -> (hosts, placeholder shapes, views, bytes hashed)"},
     {"hash_buffer", fast_hash_buffer, METH_VARARGS,
      "hash_buffer(obj, limit) -> (trace hash, bytes hashed) of a contiguous buffer, else None"},
     {"hash_buffer_chunks", fast_hash_buffer_chunks, METH_VARARGS,

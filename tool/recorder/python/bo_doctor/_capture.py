@@ -547,9 +547,10 @@ class CallCapture:
 
     def describe_all(self, rec):
         """The hosts of all the call's arguments: in one native call (_fast.py; it looks for
-        views in the view table's indexes), which leaves to `describe` what it does not do
-        exactly as describe does (not an exact ndarray, an object dtype, an array hashed with
-        write tracking, a static array at its key's first call); else each by `describe`."""
+        views in the view table's indexes, and hashes an array of MIN_TRACKED bytes or more
+        through HostHashes.hash as describe does), which leaves to `describe` what it does not
+        do exactly as describe does (not an exact ndarray, an object dtype, an array that is
+        not C-contiguous, a static array at its key's first call); else each by `describe`."""
         a = self.args
         inputs, layer = a.inputs, self.labels.layer
         if _DESCRIBE is None or not _NATIVE_LINES or _hashing._lib is None or \
@@ -559,7 +560,8 @@ class CallCapture:
         views = rec.views
         hosts, shapes, found, hashed = _DESCRIBE(
             inputs, a.static, bool(self.new), layer, MIN_TRACKED,
-            views if views.views else None, _dtype_info, _HOSTX, _make_hostx, Host)
+            views if views.views else None, _dtype_info, _HOSTX, _make_hostx, Host,
+            rec.host_hashes.hash)
         STATS["bytes_hashed"] += hashed
         for i, h in enumerate(hosts):
             if h is None:
