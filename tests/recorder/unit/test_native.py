@@ -152,20 +152,23 @@ class Facts(unittest.TestCase):
             st = os.fstat(fd)
             self.assertIs(m.write(fd, st.st_dev, st.st_ino, b"one\n"), True)
             self.assertIs(m.write(fd, st.st_dev, st.st_ino, b"x" * (1 << 20) + b"\n"), True)
+            self.assertIs(m.write(fd, st.st_dev, st.st_ino, "text\n"), True)  # ASCII str too
             # Another file on that number (the program reused it): nothing written there
             self.assertIs(m.write(fd, st.st_dev, st.st_ino + 1, b"not here\n"), False)
             os.close(fd)
             self.assertIs(m.write(fd, st.st_dev, st.st_ino, b"closed\n"), False)
             with open(path, "rb") as f:
-                self.assertEqual(f.read(), b"one\n" + b"x" * (1 << 20) + b"\n")
+                self.assertEqual(f.read(), b"one\n" + b"x" * (1 << 20) + b"\ntext\n")
             ro = os.open(path, os.O_RDONLY)  # the file, but not writable: the write's error
             try:
                 with self.assertRaises(OSError):
                     m.write(ro, st.st_dev, st.st_ino, b"no\n")
             finally:
                 os.close(ro)
+            with self.assertRaises(ValueError):  # (checked before the descriptor)
+                m.write(1, 0, 0, "text, not ASCII: \u00e9")
             with self.assertRaises(TypeError):
-                m.write(1, 0, 0, "text, not bytes")
+                m.write(1, 0, 0, 17)
 
     def test_frozen_objects_are_written_as_they_are_each_time(self):
         from bo_doctor import _records as R

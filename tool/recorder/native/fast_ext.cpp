@@ -982,15 +982,32 @@ PyObject* fast_block_hashes(PyObject*, PyObject* args) {
                                        static_cast<Py_ssize_t>(h.size() * sizeof(uint64_t)));
 }
 
-// write(fd, dev, ino, data) -> True once all of data (bytes) is written to fd, False (nothing
+// write(fd, dev, ino, data) -> True once all of data (bytes, or a str of ASCII text: written from
+// its own bytes, not encoded into a copy) is written to fd, False (nothing
 // written) when fd no longer names the file (dev, ino): closed or reused by the program. An
 // interrupted write is resumed; any other failure raises OSError. The interpreter's lock is let
 // go meanwhile, as os.write does.
 PyObject* fast_write(PyObject*, PyObject* args) {
   int fd = 0;
   unsigned long long dev = 0, ino = 0;
-  Py_buffer data;
-  if (!PyArg_ParseTuple(args, "iKKy*", &fd, &dev, &ino, &data)) return nullptr;
+  PyObject* obj = nullptr;
+  if (!PyArg_ParseTuple(args, "iKKO", &fd, &dev, &ino, &obj)) return nullptr;
+  Py_buffer data{};
+  if (PyUnicode_Check(obj)) {  // ASCII text, written from the str's own bytes (no copy)
+    Py_ssize_t len = 0;
+    const char* text = PyUnicode_AsUTF8AndSize(obj, &len);
+    if (!text) return nullptr;
+    for (Py_ssize_t i = 0; i < len; ++i)
+      if (static_cast<unsigned char>(text[i]) >= 0x80) {
+        PyErr_SetString(PyExc_ValueError, "write: the text is not ASCII");
+        return nullptr;
+      }
+    data.buf = const_cast<char*>(text);
+    data.len = len;
+  } else if (PyObject_GetBuffer(obj, &data, PyBUF_SIMPLE) != 0) {
+    return nullptr;
+  }
+  const bool release = data.obj != nullptr;  // a buffer taken (released below)
   bool ours = false;
   int err = 0;
   Py_BEGIN_ALLOW_THREADS;
@@ -1010,7 +1027,7 @@ PyObject* fast_write(PyObject*, PyObject* args) {
     left -= static_cast<size_t>(n);
   }
   Py_END_ALLOW_THREADS;
-  PyBuffer_Release(&data);
+  if (release) PyBuffer_Release(&data);
   if (err) {
     errno = err;
     return PyErr_SetFromErrno(PyExc_OSError);
@@ -1054,7 +1071,8 @@ PyMethodDef kMethods[] = {
      "block_hashes(obj, block) -> bytearray of the XXH3-64 of each block of a C-contiguous "
      "buffer, else None"},
     {"write", fast_write, METH_VARARGS,
-     "write(fd, dev, ino, data) -> True once data is written, False when fd is not that file"},
+     "write(fd, dev, ino, data) -> True once data (bytes, or ASCII str) is written, False when fd "
+     "is not that file"},
     {"line", fast_line, METH_O,
      "line(record) -> the spool line of a record as _records.reference_line writes it, or None "
      "for a value only the Python serializer writes"},

@@ -106,13 +106,14 @@ class Spool:
         if self.failed:
             return
         try:
-            data = text.encode("ascii")
-            if _WRITE is not None:  # the same check and write in one native call
-                if not _WRITE(self._fd, self._id[0], self._id[1], data):
+            if _WRITE is not None:  # the same check and write in one native call (the text's
+                # own ASCII bytes, not an encoded copy)
+                if not _WRITE(self._fd, self._id[0], self._id[1], text):
                     self._open()  # closed or reused by the program: never written there
-                    if not _WRITE(self._fd, self._id[0], self._id[1], data):
+                    if not _WRITE(self._fd, self._id[0], self._id[1], text):
                         raise OSError(errno.EBADF, "the spool's descriptor was taken again")
                 return
+            data = text.encode("ascii")
             if not self._ours():  # closed or reused by the program: never write there
                 self._open()
             while data:
@@ -134,8 +135,13 @@ class Spool:
 
     def write_call(self, n, records):
         """Writes the records of call n as one block, after the blocks of calls 1 … n-1."""
-        text = "".join(line(r) + "\n" for r in records)
+        text = line(records[0]) + "\n" if len(records) == 1 else \
+            "".join(line(r) + "\n" for r in records)
         with self._lock:
+            if n == self._next and not self._held:  # the usual call: its block is next
+                self._next += 1
+                self._write(text)
+                return
             self._held[n] = text
             out = []
             while self._next in self._held:
