@@ -125,6 +125,26 @@ class WriteTracking(unittest.TestCase):
         write(4000, 1, 7)  # tracked now
         self.assertLessEqual(sight(), 4 * 64 * 1024 + 2 * PAGE)
 
+    def test_no_room_to_track_hashes_from_the_scan_alone(self):
+        from unittest import mock
+        from bo_doctor import _written
+        h = tracker()
+        if h.hash_present is None:
+            self.skipTest("libbod_hash.so lacks bod_wt_hash_present")
+        z = np.zeros(2 * MIB, np.uint8)
+        for i in range(0, 2 * MIB, MIB // 4):  # 8 chunks written: more than UNTRACKED_READ
+            z[i] = 1 + i // (MIB // 4)
+        want = array_hash(z)
+
+        def read_again(*args):
+            raise AssertionError("the array was read again")
+
+        # No room to track it: its hash from the scan that read it, not a second whole read
+        with mock.patch.object(_written, "MAX_TRACKED", 0), \
+                mock.patch.object(_written, "array_hash", read_again):
+            self.assertEqual(h.hash(z), want)
+        self.assertEqual(h.entries, {})
+
     def test_views_and_overlapping_arrays(self):
         h = tracker()
         a = np.arange(4 * MIB, dtype=np.uint8)

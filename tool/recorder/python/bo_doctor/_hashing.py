@@ -148,14 +148,15 @@ def blocks_at(addr, n, block):
     return out
 
 
-def combine(chunk_hashes):
-    """The trace hash (int) of an array above one chunk from its chunk hashes (uint64 array)."""
-    h = np.ascontiguousarray(chunk_hashes, dtype="<u8")
+def combine(chunk_hashes, at=None):
+    """The trace hash (int) of an array above one chunk from its chunk hashes (uint64 array);
+    at: their address when the caller knows it (a C-contiguous native uint64 array)."""
+    h = chunk_hashes if at is not None else np.ascontiguousarray(chunk_hashes, dtype="<u8")
     if len(h) == 1:
         return int(h[0])
     lib = _backend()
     if lib is not None:
-        return lib.bod_combine_chunk_hashes(_addr(h), len(h))
+        return lib.bod_combine_chunk_hashes(_addr(h) if at is None else at, len(h))
     return _xxh.xxh3_64_intdigest(h.tobytes())
 
 

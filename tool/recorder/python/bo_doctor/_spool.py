@@ -135,13 +135,8 @@ class Spool:
 
     def write_call(self, n, records):
         """Writes the records of call n as one block, after the blocks of calls 1 … n-1."""
-        text = line(records[0]) + "\n" if len(records) == 1 else \
-            "".join(line(r) + "\n" for r in records)
+        text = "".join(line(r) + "\n" for r in records)
         with self._lock:
-            if n == self._next and not self._held:  # the usual call: its block is next
-                self._next += 1
-                self._write(text)
-                return
             self._held[n] = text
             out = []
             while self._next in self._held:

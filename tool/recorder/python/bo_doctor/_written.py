@@ -148,33 +148,32 @@ class HostHashes:
             if e is not None:
                 self.drop(e)
             numpy = _numpy_allocated(owner)
-            scanned = None
+            read = None
             if numpy and self.hash_present is not None:
                 # Memory numpy allocated, seen for the first time: hashed reading only its
                 # pages in memory. Nearly none in memory (a fresh np.zeros scratch, which
-                # programs often pass once and drop): not tracked, and its next sight is a first
-                # sight again (its absent pages still read as zeros, only what is in memory then
-                # is read).
+                # programs often pass once and drop), or no room to track it: not tracked, and
+                # its next sight is a first sight again (its absent pages still read as zeros,
+                # only what is in memory then is read).
                 k = -(-n // CHUNK)
-                scanned = self.present_hashes(addr, n, k)
-                if scanned is not None and scanned[1] <= UNTRACKED_READ:
-                    return "%016x" % (self.lib.bod_combine_chunk_hashes(self.scratch_at, k)
-                                      if k > 1 else int(scanned[0][0]))
+                read = self.present_hashes(addr, n, k)
+                if read is not None and (read <= UNTRACKED_READ or
+                                         len(self.entries) >= MAX_TRACKED):
+                    return "%016x" % combine(self.scratch[:k], self.scratch_at)
             if len(self.entries) >= MAX_TRACKED:
                 return array_hash(a)
-            e = self.first(a, owner, addr, n, numpy, scanned)
+            e = self.first(a, owner, addr, n, numpy, read)
         return "%016x" % combine(e.chunks)
 
     def present_hashes(self, addr, n, k):
-        """(the chunk hashes of the n bytes at addr, private anonymous memory numpy allocated,
-        reading only its pages in memory; how many chunks were read) through the library's
-        bod_wt_hash_present, or None when it failed. The hashes lie in a buffer the next call
-        reuses."""
+        """Hashes the k chunks of the n bytes at addr (private anonymous memory numpy
+        allocated) into self.scratch[:k], reading only its pages in memory, through the
+        library's bod_wt_hash_present; how many chunks it read, or None when it failed. The
+        next call reuses the buffer."""
         if len(self.scratch) < k:
             self.scratch = np.empty(max(k, 2 * len(self.scratch)), np.uint64)
             self.scratch_at = self.scratch.ctypes.data
-        read = self._present(addr, n, self.scratch_at, k)
-        return None if read is None else (self.scratch, read)
+        return self._present(addr, n, self.scratch_at, k)
 
     def _present(self, addr, n, out_at, k):
         """bod_wt_hash_present into the k chunk hashes at out_at; the chunks it read, or None
@@ -189,8 +188,8 @@ class HostHashes:
     def first(self, a, owner, addr, n, numpy, scanned=None):
         """Hashes an array seen for the first time (zero chunks unread) and tracks its pages,
         or, when at most an eighth of its chunks has a page in memory, leaves tracking to its
-        next sight. numpy: whether numpy allocated its memory; scanned: present_hashes' result
-        for it, when taken already."""
+        next sight. numpy: whether numpy allocated its memory; scanned: the chunks
+        present_hashes read of it when it was just hashed into self.scratch (None: not)."""
         e = _Entry()
         # When the owner dies, _died forgets the entry (a weak reference's callback: a tenth
         # of weakref.finalize's cost).
@@ -203,8 +202,8 @@ class HostHashes:
         e.len = 0
         e.ends = None  # the library's record of the untracked bytes at the two ends
         if scanned is not None:
-            e.chunks = scanned[0][:k].copy()
-            present = scanned[1]
+            e.chunks = self.scratch[:k].copy()
+            present = scanned
         else:
             e.chunks = np.empty(k, np.uint64)
             present = self.scan_hash(e, a)
