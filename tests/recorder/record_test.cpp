@@ -594,42 +594,6 @@ TEST(Spool, TornLastLineIsDropped) {
   EXPECT_EQ(trace->gaps[0].after_call, 0);
 }
 
-// A spool file written through a mapping ends in zero bytes after its last line (the rest of
-// its last window, fast_spool.cpp): the file ends at the first zero, and the line the zeros cut
-// (the program died while it was copied) is torn.
-TEST(Spool, ZeroTailEndsTheFile) {
-  const std::string head =
-      "{\"kind\":\"header\",\"argv\":[\"run.py\"],\"shadow\":false}\n"
-      "{\"kind\":\"kernel\",\"name\":\"k\",\"slots\":[{\"name\":\"arg0\",\"dtype\":\"f32\"}],"
-      "\"binary\":\"\"}\n";
-  const std::string zeros(5000, '\0');
-  {
-    std::istringstream in(head + "{\"kind\":\"end\",\"calls\":0}\n" + zeros);
-    SpoolSummary s;
-    auto text = trace_text_from_spool(in, "spool", s);
-    ASSERT_TRUE(text) << text.error().line();
-    EXPECT_FALSE(s.torn);
-    EXPECT_TRUE(s.ended);
-    std::istringstream t(text.value());
-    auto trace = read_trace(t, "trace");
-    ASSERT_TRUE(trace) << trace.error().line();
-    EXPECT_TRUE(trace->gaps.empty());
-  }
-  {
-    std::istringstream in(head + "{\"kind\":\"call\",\"call\":{\"type\":\"ca" + zeros);
-    SpoolSummary s;
-    auto text = trace_text_from_spool(in, "spool", s);
-    ASSERT_TRUE(text) << text.error().line();
-    EXPECT_TRUE(s.torn);
-    EXPECT_FALSE(s.ended);
-    std::istringstream t(text.value());
-    auto trace = read_trace(t, "trace");
-    ASSERT_TRUE(trace) << trace.error().line();
-    ASSERT_EQ(trace->gaps.size(), 1u);
-    EXPECT_EQ(trace->gaps[0].cause, GapCause::cut_off);
-  }
-}
-
 TEST(Spool, CorruptMiddleLineIsAnError) {
   std::istringstream in("{\"kind\":\"header\"}\nnot json\n{\"kind\":\"end\"}\n");
   SpoolSummary s;

@@ -68,14 +68,6 @@ Status scan(Proc& p, SpoolSummary& summary, long long h2d[2], long long writes[2
   bool have = static_cast<bool>(std::getline(*in, line));
   size_t i = 0;
   while (have) {
-    // The zero bytes after the last line of a file the recorder wrote through a mapping
-    // (fast_spool.cpp): the file ends at the first one. A whole line ends in '\n', so text
-    // before a zero on its line is one cut off by the process's death: dropped.
-    if (size_t z = line.find('\0'); z != std::string::npos) {
-      line.resize(z);
-      if (!line.empty()) summary.torn = p.torn = true;
-      break;
-    }
     bool more = static_cast<bool>(std::getline(*in, next));
     ++i;
     std::string where = p.name + ":" + std::to_string(i);

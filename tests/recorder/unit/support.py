@@ -25,15 +25,9 @@ from bo_doctor._record import Recorder  # noqa: E402
 from bo_doctor._spool import Spool  # noqa: E402
 
 
-def spool_text(path):
-    """A spool file's text up to its first zero byte (a file written through a mapping ends in
-    zeros after its last line, _spool.py)."""
-    with open(path, encoding="utf-8") as f:
-        return f.read().split("\0", 1)[0]
-
-
 def read_lines(path):
-    return [json.loads(line) for line in spool_text(path).splitlines()]
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
 
 
 class RecorderTest(unittest.TestCase):

@@ -144,62 +144,31 @@ class Facts(unittest.TestCase):
             m.block_hashes(np.zeros(4, np.uint8), 0)
 
 
-    def test_spool_put(self):
+    def test_write(self):
         m = _fast.module()
-        window = 4 << 20  # fast_spool.cpp's kWindow
-        with tempfile.TemporaryDirectory(prefix="bod_native_put_") as d:
+        with tempfile.TemporaryDirectory(prefix="bod_native_write_") as d:
             path = os.path.join(d, "spool")
-            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             st = os.fstat(fd)
-            h = m.spool_map()
-            big = "x" * (window + 12345) + "\n"  # more than a window: a window of its own
-            want = "one\n" + big + "text\n"
-            self.assertIs(m.spool_put(h, fd, st.st_dev, st.st_ino, "one\n"), True)
-            self.assertIs(m.spool_put(h, fd, st.st_dev, st.st_ino, big), True)
-            self.assertIs(m.spool_put(h, fd, st.st_dev, st.st_ino, "text\n"), True)
+            self.assertIs(m.write(fd, st.st_dev, st.st_ino, b"one\n"), True)
+            self.assertIs(m.write(fd, st.st_dev, st.st_ino, b"x" * (1 << 20) + b"\n"), True)
+            self.assertIs(m.write(fd, st.st_dev, st.st_ino, "text\n"), True)  # ASCII str too
             # Another file on that number (the program reused it): nothing written there
-            self.assertIs(m.spool_put(h, fd, st.st_dev, st.st_ino + 1, "not here\n"), False)
+            self.assertIs(m.write(fd, st.st_dev, st.st_ino + 1, b"not here\n"), False)
             os.close(fd)
-            # The window does not depend on the descriptor ...
-            self.assertIs(m.spool_put(h, fd, st.st_dev, st.st_ino, "closed\n"), True)
-            want += "closed\n"
-            # ... but a new window is mapped only through the spool file's own descriptor
-            self.assertIs(m.spool_put(h, fd, st.st_dev, st.st_ino, "y" * window), False)
+            self.assertIs(m.write(fd, st.st_dev, st.st_ino, b"closed\n"), False)
             with open(path, "rb") as f:
-                data = f.read()
-            # The file: the lines, then zeros to the end of the window (reserved beforehand)
-            self.assertEqual(data[:len(want)], want.encode())
-            self.assertEqual(data[len(want):].strip(b"\0"), b"")
-            self.assertEqual(len(data) % window, 0)
-            m.spool_unmap(h)
-            with self.assertRaises(ValueError):  # an unmapped handle
-                m.spool_put(h, fd, st.st_dev, st.st_ino, "x\n")
-            # A descriptor the file cannot be mapped through (write-only): written with
-            # write(2), the file as it was, no zeros
-            plain = os.path.join(d, "plain")
-            wo = os.open(plain, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            st = os.fstat(wo)
-            h = m.spool_map()
-            for t in ("a\n", "b" * 100000 + "\n", "c\n"):
-                self.assertIs(m.spool_put(h, wo, st.st_dev, st.st_ino, t), True)
-            os.close(wo)
-            with open(plain) as f:
-                self.assertEqual(f.read(), "a\n" + "b" * 100000 + "\nc\n")
-            ro = os.open(plain, os.O_RDONLY)  # the file, but not writable: the write's error
+                self.assertEqual(f.read(), b"one\n" + b"x" * (1 << 20) + b"\ntext\n")
+            ro = os.open(path, os.O_RDONLY)  # the file, but not writable: the write's error
             try:
                 with self.assertRaises(OSError):
-                    m.spool_put(m.spool_map(), ro, st.st_dev, st.st_ino, "no\n")
+                    m.write(ro, st.st_dev, st.st_ino, b"no\n")
             finally:
                 os.close(ro)
-            m.spool_unmap(h)
-            h = m.spool_map()
             with self.assertRaises(ValueError):  # (checked before the descriptor)
-                m.spool_put(h, 1, 0, 0, "text, not ASCII: \u00e9")
-            with self.assertRaises(ValueError):  # a zero byte would end the file early
-                m.spool_put(h, 1, 0, 0, "a\0b")
+                m.write(1, 0, 0, "text, not ASCII: \u00e9")
             with self.assertRaises(TypeError):
-                m.spool_put(h, 1, 0, 0, b"bytes")
-            m.spool_unmap(h)
+                m.write(1, 0, 0, 17)
 
     def test_frozen_objects_are_written_as_they_are_each_time(self):
         from bo_doctor import _records as R
@@ -691,15 +660,13 @@ if [m.line(f), m.line(f)] != ['{"a":"x","b":1}'] * 2:
     raise SystemExit("frozen differs: %r" % m.line(f))
 import os, tempfile
 with tempfile.TemporaryDirectory() as d:
-    fd = os.open(os.path.join(d, "s"), os.O_RDWR | os.O_CREAT | os.O_APPEND)
+    fd = os.open(os.path.join(d, "s"), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     st = os.fstat(fd)
-    h = m.spool_map()
-    ok = m.spool_put(h, fd, st.st_dev, st.st_ino, "line\n") is True and \
-        m.spool_put(h, fd, st.st_dev, st.st_ino + 1, "no\n") is False
-    m.spool_unmap(h)
+    ok = m.write(fd, st.st_dev, st.st_ino, b"line\n") is True and \
+        m.write(fd, st.st_dev, st.st_ino + 1, b"no\n") is False
     os.close(fd)
-    if not ok or open(os.path.join(d, "s")).read().split("\0")[0] != "line\n":
-        raise SystemExit("spool_put differs")
+    if not ok or open(os.path.join(d, "s")).read() != "line\n":
+        raise SystemExit("write differs")
 got = m.describe([1, "x"], set(), False, 0, 1 << 20, None, None, {}, None, None)
 print("ok" if got == ([None, None], [False, False], [None, None], 0) else "describe: %r" % (got,))
 """
@@ -752,14 +719,15 @@ def spool_of(argv, env_extra):
                             stderr=subprocess.DEVNULL, timeout=120).returncode
         out = ["exit %d" % rc]
         for name in sorted(os.listdir(spool)):
-            for line in support.spool_text(os.path.join(spool, name)).splitlines():
-                rec = json.loads(line)
-                for k in VOLATILE:
-                    rec.pop(k, None)
-                rec.get("call", {}).get("x", {}).pop("cache_id", None)  # an id()
-                if rec["kind"] == "kernel":
-                    rec.pop("binary")  # in a fresh temporary folder
-                out.append(json.dumps(rec))
+            with open(os.path.join(spool, name)) as f:
+                for line in f:
+                    rec = json.loads(line)
+                    for k in VOLATILE:
+                        rec.pop(k, None)
+                    rec.get("call", {}).get("x", {}).pop("cache_id", None)  # an id()
+                    if rec["kind"] == "kernel":
+                        rec.pop("binary")  # in a fresh temporary folder
+                    out.append(json.dumps(rec))
         return out
 
 

@@ -18,15 +18,20 @@
 // hash_buffer(obj, limit) hashes the first bytes of a BO's mapping where it lies;
 // block_hashes(obj, block) an array's memory by blocks, as a returned view is compared.
 //
-// spool_put(handle, fd, dev, ino, text) appends a block of spool lines to the spool file
-// through a mapped window of it (fast_spool.cpp; tool/recorder/python/bo_doctor/_spool.py).
+// write(fd, dev, ino, data) appends a block of spool lines to the spool file, after checking
+// that the descriptor still names it (tool/recorder/python/bo_doctor/_spool.py).
 //
-// Everything here only reads the objects and bytes it is given, but `spool_put`, which writes
-// the recorder's own spool file.
+// Everything here only reads the objects and bytes it is given, but `write`, which writes the
+// recorder's own spool file.
 #define Py_LIMITED_API 0x030B0000
 #include <Python.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <unordered_map>
@@ -36,7 +41,6 @@
 #include "fast_bos.h"
 #include "fast_common.h"
 #include "fast_slots.h"
-#include "fast_spool.h"
 
 namespace {
 
@@ -978,6 +982,59 @@ PyObject* fast_block_hashes(PyObject*, PyObject* args) {
                                        static_cast<Py_ssize_t>(h.size() * sizeof(uint64_t)));
 }
 
+// write(fd, dev, ino, data) -> True once all of data (bytes, or a str of ASCII text: written from
+// its own bytes, not encoded into a copy) is written to fd, False (nothing
+// written) when fd no longer names the file (dev, ino): closed or reused by the program. An
+// interrupted write is resumed; any other failure raises OSError. The interpreter's lock is let
+// go meanwhile, as os.write does.
+PyObject* fast_write(PyObject*, PyObject* args) {
+  int fd = 0;
+  unsigned long long dev = 0, ino = 0;
+  PyObject* obj = nullptr;
+  if (!PyArg_ParseTuple(args, "iKKO", &fd, &dev, &ino, &obj)) return nullptr;
+  Py_buffer data{};
+  if (PyUnicode_Check(obj)) {  // ASCII text, written from the str's own bytes (no copy)
+    Py_ssize_t len = 0;
+    const char* text = PyUnicode_AsUTF8AndSize(obj, &len);
+    if (!text) return nullptr;
+    for (Py_ssize_t i = 0; i < len; ++i)
+      if (static_cast<unsigned char>(text[i]) >= 0x80) {
+        PyErr_SetString(PyExc_ValueError, "write: the text is not ASCII");
+        return nullptr;
+      }
+    data.buf = const_cast<char*>(text);
+    data.len = len;
+  } else if (PyObject_GetBuffer(obj, &data, PyBUF_SIMPLE) != 0) {
+    return nullptr;
+  }
+  const bool release = data.obj != nullptr;  // a buffer taken (released below)
+  bool ours = false;
+  int err = 0;
+  Py_BEGIN_ALLOW_THREADS;
+  struct stat st;
+  ours = fstat(fd, &st) == 0 && static_cast<unsigned long long>(st.st_dev) == dev &&
+         static_cast<unsigned long long>(st.st_ino) == ino;
+  const char* p = static_cast<const char*>(data.buf);
+  size_t left = ours ? static_cast<size_t>(data.len) : 0;
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      err = errno;
+      break;
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  Py_END_ALLOW_THREADS;
+  if (release) PyBuffer_Release(&data);
+  if (err) {
+    errno = err;
+    return PyErr_SetFromErrno(PyExc_OSError);
+  }
+  return PyBool_FromLong(ours);
+}
+
 PyObject* fast_set_ndarray(PyObject*, PyObject* cls) {
   if (!PyType_Check(cls)) {
     PyErr_SetString(PyExc_TypeError, "set_ndarray: a type is expected");
@@ -992,9 +1049,8 @@ PyObject* fast_set_ndarray(PyObject*, PyObject* cls) {
 // The version of this module's functions; _fast.py loads only the one it was written for.
 PyObject* fast_api_version(PyObject*, PyObject*) {
   // 2: block_hashes; 3: write, register(..., frozen), describe; 4: slots, after, pre_reads;
-  // 5: hash_buffer_chunks, after's sampled an int (NOT_SAMPLED, SPOT, READ) and table.spot;
-  // 6: spool_map, spool_put, spool_unmap (fast_spool.cpp) instead of write
-  return PyLong_FromLong(6);
+  // 5: hash_buffer_chunks, after's sampled an int (NOT_SAMPLED, SPOT, READ) and table.spot
+  return PyLong_FromLong(5);
 }
 
 PyMethodDef kMethods[] = {
@@ -1014,12 +1070,9 @@ PyMethodDef kMethods[] = {
     {"block_hashes", fast_block_hashes, METH_VARARGS,
      "block_hashes(obj, block) -> bytearray of the XXH3-64 of each block of a C-contiguous "
      "buffer, else None"},
-    {"spool_map", fast_spool_map, METH_NOARGS,
-     "spool_map() -> a handle for a spool file written through a mapping of it"},
-    {"spool_put", fast_spool_put, METH_VARARGS,
-     "spool_put(handle, fd, dev, ino, text) -> True once the ASCII text is in the file, False "
-     "when fd is not that file"},
-    {"spool_unmap", fast_spool_unmap, METH_O, "spool_unmap(handle): its window unmapped"},
+    {"write", fast_write, METH_VARARGS,
+     "write(fd, dev, ino, data) -> True once data (bytes, or ASCII str) is written, False when fd "
+     "is not that file"},
     {"line", fast_line, METH_O,
      "line(record) -> the spool line of a record as _records.reference_line writes it, or None "
      "for a value only the Python serializer writes"},

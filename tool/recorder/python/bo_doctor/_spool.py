@@ -4,19 +4,15 @@
 trace when the program ends, however it ends (tool/trace/spool.cpp); a last line cut off by a
 kill is dropped there. Every process (the program, each child interpreter it starts, each fork)
 writes its own file, `<pid>-<k>.jsonl` (k = 0, 1 ... for interpreters that `exec` into the same
-pid), created exclusively so no two processes ever share one. Every line is written whole, at once:
-copied into a window of the file mapped into memory (the native module's spool_put,
-fast_spool.cpp; no system call per call; the window's blocks reserved beforehand, so a full disk
-is an error, not a fault), else with one write(2). A file written through a mapping ends in zero
-bytes after its last line (the rest of its last window): `record` reads up to the first zero.
+pid), created exclusively so no two processes ever share one. Every line is written whole, with
+one write(2), at once.
 
 The descriptor is the recorder's own and the program cannot reach it by accident
 (docs/recording.md, "Processes, threads and files"): it is moved high above the descriptors a
-program uses (FIRST_FD and up, close-on-exec), and before each write(2), and before a new window
-is mapped, fstat(2) checks that the number still names the spool file (device and inode). A
-program that closed it (`os.closerange`) or reused its number (`dup2`) is never written into:
-the recorder opens the spool again by its path and goes on there. A mapped window does not
-depend on the descriptor.
+program uses (FIRST_FD and up, close-on-exec), and before each write fstat(2) checks that the
+number still names the spool file (device and inode). A program that closed it (`os.closerange`)
+or reused its number (`dup2`) is never written into: the recorder opens the spool again by its
+path and writes there.
 
 Thread safety: one lock orders the writes, so lines of two threads never interleave. The lines
 of one call (a kernel table entry it introduces, its view reads, its call line) are handed over
@@ -37,14 +33,14 @@ import threading
 from ._records import line
 
 
-def _native():
-    """The native module (_fast.py), or None."""
+def _native_write():
+    """The native `write` (_fast.py), or None."""
     from . import _fast
-    return _fast.module()
+    m = _fast.module()
+    return m.write if m is not None else None
 
 
-_M = _native()
-_PUT = _M.spool_put if _M is not None else None
+_WRITE = _native_write()
 
 FIRST_FD = 1000  # the spool's descriptor is the lowest free one from here (lower if the limit is)
 
@@ -77,8 +73,6 @@ class Spool:
         self._fd, self._id = -1, None
         self.failed = False  # a write failed: nothing more is written
         self._open(os.O_EXCL if exclusive else 0)
-        # The native writes through a mapping of the file (fast_spool.cpp): its handle
-        self._map = _M.spool_map() if _PUT is not None else None
 
     @classmethod
     def in_folder(cls, folder, first=1):
@@ -92,8 +86,7 @@ class Spool:
         raise OSError(errno.EEXIST, "no free spool file name for process %d in %s" % (pid, folder))
 
     def _open(self, extra=0):
-        # (read and write: a mapping of the file needs both)
-        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | extra,
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | extra,
                      0o600)
         fd = _high_fd(fd)
         st = os.fstat(fd)
@@ -113,12 +106,11 @@ class Spool:
         if self.failed:
             return
         try:
-            if self._map is not None:  # copied into a mapped window of the file (no system
-                # call but when a new window is mapped: the descriptor is checked then; where
-                # the file cannot be mapped, written with write(2) after the same check)
-                if not _PUT(self._map, self._fd, self._id[0], self._id[1], text):
+            if _WRITE is not None:  # the same check and write in one native call (the text's
+                # own ASCII bytes, not an encoded copy)
+                if not _WRITE(self._fd, self._id[0], self._id[1], text):
                     self._open()  # closed or reused by the program: never written there
-                    if not _PUT(self._map, self._fd, self._id[0], self._id[1], text):
+                    if not _WRITE(self._fd, self._id[0], self._id[1], text):
                         raise OSError(errno.EBADF, "the spool's descriptor was taken again")
                 return
             data = text.encode("ascii")
@@ -159,11 +151,7 @@ class Spool:
             return len(self._held)
 
     def close(self):
-        """Closes the descriptor if it is still the spool's and unmaps the window (a forked
-        child drops its parent's)."""
-        if self._map is not None:
-            _M.spool_unmap(self._map)
-            self._map = None
+        """Closes the descriptor if it is still the spool's (a forked child drops its parent's)."""
         if self._ours():
             os.close(self._fd)
         self._fd = -1
