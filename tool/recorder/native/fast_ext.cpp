@@ -997,11 +997,11 @@ PyObject* fast_write(PyObject*, PyObject* args) {
     Py_ssize_t len = 0;
     const char* text = PyUnicode_AsUTF8AndSize(obj, &len);
     if (!text) return nullptr;
-    for (Py_ssize_t i = 0; i < len; ++i)
-      if (static_cast<unsigned char>(text[i]) >= 0x80) {
-        PyErr_SetString(PyExc_ValueError, "write: the text is not ASCII");
-        return nullptr;
-      }
+    // ASCII exactly when its UTF-8 has one byte per character (no loop over the bytes)
+    if (PyUnicode_GetLength(obj) != len) {
+      PyErr_SetString(PyExc_ValueError, "write: the text is not ASCII");
+      return nullptr;
+    }
     data.buf = const_cast<char*>(text);
     data.len = len;
   } else if (PyObject_GetBuffer(obj, &data, PyBUF_SIMPLE) != 0) {
