@@ -147,6 +147,7 @@ def slot_index(i):
 
 
 _INT_ONLY = frozenset((int,))
+_NOT_PASSED = ("placeholder", "view")  # host sources that are not data the program passed
 
 
 def indices(v):
@@ -500,16 +501,20 @@ class CallCapture:
             SPOT if kc <= SAMPLED_FIRST or (kc & (kc - 1)) == 0 else NOT_SAMPLED
         self.lazy = rec.lazy and not rec.running  # another thread's call may share a BO
         self.lazy_after = rec.lazy_after and not rec.running
-        self.new_data = set()
-        passed, ns, key = rec.passed, self.ns, a.key
-        for i, h in enumerate(self.hosts):
-            if h.source in ("placeholder", "view"):
+        new_data = self.new_data = set()
+        hosts = self.hosts
+        prev = rec.passed.get((self.ns, a.key))  # one list per key, one lookup per call
+        if prev is None:
+            prev = rec.passed[(self.ns, a.key)] = []
+        if len(prev) < len(hosts):
+            prev.extend([None] * (len(hosts) - len(prev)))
+        for i, h in enumerate(hosts):
+            if h.source in _NOT_PASSED:
                 continue
-            k = (ns, key, i)
-            prev = passed.get(k)
-            if prev is not None and prev != h.hash:
-                self.new_data.add(i)
-            passed[k] = h.hash
+            hh, p = h.hash, prev[i]
+            if p is not None and p != hh:
+                new_data.add(i)
+            prev[i] = hh
         b0 = STATS["bytes_hashed"]
         self.pre = {}
         self.unread_before, self.unread_after, self.assumed = [], [], []

@@ -78,7 +78,8 @@ class Recorder:
         # host hash at the key's first call, whether every call so far kept the rule]
         self.missed_static = {}
         self.key_calls = {}      # (ns, key) -> calls of the key so far
-        self.passed = {}         # (ns, key, slot) -> host hash of the data last passed there
+        # (ns, key) -> [per slot: host hash of the data last passed there, or None]
+        self.passed = {}
         self.host_hashes = HostHashes()
         self.running = 0         # calls described and not yet finished (other threads' engines)
         self.views = ViewTable()

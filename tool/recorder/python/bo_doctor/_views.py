@@ -103,17 +103,29 @@ def byte_span(arr):
     return lo, hi + arr.itemsize
 
 
+class _Ref(weakref.ref):
+    """A view's weak reference to its array, carrying the view's serial number for the one
+    death callback the table gives all its views (no callback object made per view)."""
+    __slots__ = ("serial",)
+
+
+def _death_callback(dead):
+    """The callback of the table whose dead-serials list is `dead` (it holds no table)."""
+    return lambda ref: dead.append(ref.serial)
+
+
 class View:
     """One output array the engine returned."""
     __slots__ = ("ref", "id", "call", "slot", "bo", "serial", "addr", "nbytes", "contiguous",
                  "orig", "now", "last_change", "by_host", "stale_since", "stale_key",
                  "stale_thread", "passed", "done", "excused")
 
-    def __init__(self, arr, call, slot, bo, on_death=None):
-        """on_death: called with the weak reference once arr dies (ViewTable's, to drop it)."""
-        self.ref, self.id, self.call, self.slot, self.bo = weakref.ref(arr, on_death), id(arr), \
-            call, slot, bo
-        self.serial = 0  # its number in the ViewTable
+    def __init__(self, arr, call, slot, bo, on_death=None, serial=0):
+        """on_death: called with the weak reference (its `serial` set) once arr dies
+        (ViewTable's, to drop it); serial: its number in the ViewTable."""
+        ref = self.ref = _Ref(arr, on_death)
+        ref.serial = self.serial = serial
+        self.id, self.call, self.slot, self.bo = id(arr), call, slot, bo
         f = _FACTS(arr, BLOCK + 1) if _FACTS is not None else None
         if f is not None:  # its address and, for one block, its hash, in one native call
             self.addr, self.nbytes, self.contiguous = f[3], f[1], f[4]
@@ -129,11 +141,13 @@ class View:
         self.now = self.orig           # what it showed when last hashed
         self.last_change, self.by_host = 0, False
         self.stale_since, self.stale_key, self.stale_thread = 0, None, 0
-        self.passed = {}               # id -> weak ref of arrays made from it passed to calls
+        self.passed = None  # id -> weak ref of arrays made from it passed to calls (once one is)
         self.done = self.excused = False
 
     def note_passed(self, x):
         """Remembers an array made from this view that the program passed to a call."""
+        if self.passed is None:
+            self.passed = {}
         r = self.passed.get(id(x))
         if r is None or r() is not x:
             if len(self.passed) >= 64:
@@ -165,13 +179,10 @@ class ViewTable:
         self.serial = 0
         self.arg_lists = {}  # (ns, bo_key) -> ids of the arguments of its latest call
         self._dead = []      # serials of views whose array died (appended by weakref callbacks)
+        self._on_death = _death_callback(self._dead)
         # The address index: (start, serial) sorted, and per entry (end, serial, View); the
         # longest view's length (None: to be found again)
         self._keys, self._spans, self._longest = [], [], 0
-
-    def _note_dead(self, serial):
-        dead = self._dead
-        return lambda ref: dead.append(serial)
 
     def _drop(self, serial, v):
         del self.views[serial]
@@ -318,8 +329,7 @@ class ViewTable:
             bo = id(bos[i]) if bos is not None and i < len(bos) else 0
             self.serial += 1
             serial = self.serial
-            v = View(r, n, i, bo, self._note_dead(serial))
-            v.serial = serial
+            v = View(r, n, i, bo, self._on_death, serial)
             self.views[serial] = self.by_id[id(r)] = v
             self.by_bo.setdefault(bo, {})[serial] = v
             k = bisect.bisect_left(self._keys, (v.addr, serial))
@@ -373,7 +383,7 @@ class ViewTable:
                 continue
             if lists is None:
                 lists = set(self.arg_lists.values())
-            passed = [r for r in list(v.passed.values()) if r() is not None]
+            passed = [r for r in list((v.passed or {}).values()) if r() is not None]
             if only_argument_lists(v.ref, passed, lists):
                 v.excused = True
                 continue
