@@ -673,44 +673,6 @@ print("ok" if got == ([None, None], [False, False], [None, None], 0) else "descr
 
 
 @unittest.skipIf(NATIVE is None, "no native helpers here: " + _fast.why)
-class Forget(unittest.TestCase):
-    """The native `forget` against BoTable.forget's Python loop: the same table afterwards."""
-
-    def test_the_same_table_as_the_python_loop(self):
-        rng = np.random.default_rng(7)
-        for _ in range(200):
-            bos = [object() for _ in range(int(rng.integers(1, 8)))]
-            tables = []
-            for native in (True, False):
-                t = _bos.BoTable()
-                for b in bos:
-                    if rng.integers(2):
-                        t.known[id(b)] = ((1, 2), {64: "%016x" % int(rng.integers(9))})
-                    if rng.integers(2):
-                        t.assumed.add(id(b))
-                t.known[12345] = ((0, 0), {})  # a BO the call does not bind: kept
-                t.assumed.add(12345)
-                tables.append(t)
-            # the same starting state in both
-            tables[1].known, tables[1].assumed = dict(tables[0].known), set(tables[0].assumed)
-            call_bos = [bos[int(rng.integers(len(bos)))] for _ in range(int(rng.integers(0, 9)))]
-            saved = _bos._FORGET
-            try:
-                tables[0].forget(list(call_bos))
-                _bos._FORGET = None
-                tables[1].forget(list(call_bos))
-            finally:
-                _bos._FORGET = saved
-            self.assertEqual(tables[0].known, tables[1].known)
-            self.assertEqual(tables[0].assumed, tables[1].assumed)
-            self.assertIn(12345, tables[0].known)
-            for b in call_bos:
-                self.assertNotIn(id(b), tables[0].known)
-                self.assertNotIn(id(b), tables[0].assumed)
-        self.assertIsNotNone(_bos._FORGET)  # the native loop was the one under test
-
-
-@unittest.skipIf(NATIVE is None, "no native helpers here: " + _fast.why)
 class OtherPythons(unittest.TestCase):
     """The one abi3 build loads into the 3.11+ interpreters a user's venv may have and writes
     the same line there; a 3.10 interpreter declines it (the Python path)."""

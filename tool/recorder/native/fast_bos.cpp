@@ -241,26 +241,6 @@ PyObject* fast_pre_reads(PyObject*, PyObject* args) {
   return PyLong_FromLongLong(reused);
 }
 
-// forget(known, assumed, bos): BoTable.forget's loop, for a list of BOs: each one's known hash
-// and assumed mark dropped (the dict and the set BoTable gives them).
-PyObject* fast_forget(PyObject*, PyObject* args) {
-  PyObject *known, *assumed, *bos;
-  if (!PyArg_ParseTuple(args, "O!O!O!", &PyDict_Type, &known, &PySet_Type, &assumed, &PyList_Type,
-                        &bos))
-    return nullptr;
-  const Py_ssize_t n = PyList_Size(bos);
-  for (Py_ssize_t i = 0; i < n; ++i) {
-    PyObject* bo = PyList_GetItem(bos, i);  // borrowed; nothing here runs Python code
-    Ref id(bo ? PyLong_FromVoidPtr(bo) : nullptr);
-    if (!id) return nullptr;
-    PyObject* got = PyDict_GetItemWithError(known, id.get());  // borrowed
-    if (!got && PyErr_Occurred()) return nullptr;
-    if (got && PyDict_DelItem(known, id.get()) < 0) return nullptr;
-    if (PySet_Discard(assumed, id.get()) < 0) return nullptr;
-  }
-  Py_RETURN_NONE;
-}
-
 bool fast_bos_init() {
   return bod_fast::intern_all(kInterned);
 }

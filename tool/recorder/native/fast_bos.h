@@ -28,7 +28,5 @@ struct BoTableView {
 
 // pre_reads(...): the BOs read before a call, _capture.py `pre_loop`
 PyObject* fast_pre_reads(PyObject*, PyObject* args);
-// forget(known, assumed, bos): BoTable.forget for a list of BOs
-PyObject* fast_forget(PyObject*, PyObject* args);
 // Interns the names fast_bos.cpp uses; false with an error set.
 bool fast_bos_init();

@@ -1049,9 +1049,8 @@ PyObject* fast_set_ndarray(PyObject*, PyObject* cls) {
 // The version of this module's functions; _fast.py loads only the one it was written for.
 PyObject* fast_api_version(PyObject*, PyObject*) {
   // 2: block_hashes; 3: write, register(..., frozen), describe; 4: slots, after, pre_reads;
-  // 5: hash_buffer_chunks, after's sampled an int (NOT_SAMPLED, SPOT, READ) and table.spot;
-  // 6: forget
-  return PyLong_FromLong(6);
+  // 5: hash_buffer_chunks, after's sampled an int (NOT_SAMPLED, SPOT, READ) and table.spot
+  return PyLong_FromLong(5);
 }
 
 PyMethodDef kMethods[] = {
@@ -1089,8 +1088,6 @@ PyMethodDef kMethods[] = {
      "pre_reads(hosts, bos, written, static, inter, outs, new_data, pooled, lazy, left_ok, reuse, "
      "table, left_verified, ns, key, sampled, pre, unread_before, left, assumed_before, NO_HASH) "
      "-> hashes reused, or None"},
-    {"forget", fast_forget, METH_VARARGS,
-     "forget(known, assumed, bos): each BO's known hash and assumed mark dropped"},
     {"register", fast_register, METH_VARARGS,
      "register(cls, names, omit, frozen=False): write cls's instances as objects of these "
      "fields (frozen: each instance's text is kept)"},

@@ -26,7 +26,6 @@ def _native(name):
 
 _HASH_BUFFER = _native("hash_buffer")
 _HASH_BUFFER_CHUNKS = _native("hash_buffer_chunks")
-_FORGET = _native("forget")
 
 # A spot check of a static BO (`BoTable.spot`) reads these 64 KiB chunks (the trace hash's own:
 # docs/trace-format.md) of at least SPOT_MIN bytes hashed: the first, the last and SPOT_TURNING
@@ -252,10 +251,6 @@ class BoTable:
     def forget(self, bos):
         """The BOs a call binds, before it runs: their bytes may change."""
         if not bos:
-            return
-        if _FORGET is not None and type(bos) is list and type(self.known) is dict and \
-                type(self.assumed) is set:
-            _FORGET(self.known, self.assumed, bos)  # the same loop, natively
             return
         pop, discard = self.known.pop, self.assumed.discard
         for k in map(id, bos):

@@ -12,7 +12,7 @@ import sysconfig
 
 NAME = "_bod_fast"
 FILE = NAME + ".abi3.so"
-API_VERSION = 6  # the module's api_version() this package was written for
+API_VERSION = 5  # the module's api_version() this package was written for
 
 _module = None
 _tried = False
